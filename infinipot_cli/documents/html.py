@@ -1,0 +1,262 @@
+"""HTML to text (shared with the EPUB reader) and the HTML document source.
+
+The converter walks the tree without recursion, drops non-content elements (scripts, styles, navigation,
+site headers/footers, cookie banners…), puts every block element on its own line, joins inline text with
+spaces and collapses whitespace (except inside ``<pre>``). Headings become their own blocks so a page can be
+cut into sections labelled ``"§ Heading"``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Iterator
+
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, NavigableString, Tag
+from bs4.element import CData, PreformattedString, Script, Stylesheet, TemplateString
+
+from infinipot_cli.errors import InputError
+
+from .base import Passage, Source, display_name, repair_ligatures, split_text
+from .text import looks_binary
+
+# Never text: dropped everywhere (web pages and EPUB chapters).
+DROP_ALWAYS = frozenset(
+    "script style noscript template svg head title iframe object embed canvas audio video map "
+    "button select option textarea input nav".split()
+)
+# Page furniture on web pages (kept in EPUB chapters, where e.g. <aside> is a real sidebar of the book).
+DROP_WEB = frozenset("header footer aside form dialog menu".split())
+BOILERPLATE_ROLES = frozenset("navigation banner contentinfo complementary search menu menubar dialog alert".split())
+BOILERPLATE_WORDS = frozenset(
+    "cookie cookies consent gdpr banner sidebar menu menubar footer nav navbar navigation breadcrumb breadcrumbs "
+    "advert advertisement skiplink".split()
+)
+# Elements never dropped for their class/id (a <body class="nav-open"> must not take the page with it).
+_PROTECTED = frozenset("html body main article".split())
+HEADINGS = {f"h{i}": i for i in range(1, 7)}
+BLOCKS = frozenset(
+    "address article aside blockquote body caption center dd details dialog dir div dl dt fieldset figcaption "
+    "figure footer form header hgroup hr html legend li main menu ol p pre section summary table tbody thead "
+    "tfoot tr ul".split()
+) | frozenset(HEADINGS)
+CELLS = frozenset(("td", "th"))
+_SKIP_STRINGS = (Script, Stylesheet, TemplateString)
+_WS = re.compile(r"\s+")
+_TOKEN_SPLIT = re.compile(r"[-_\s:.]+|(?<=[a-z])(?=[A-Z])")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
+# WHATWG: these labels mean windows-1252 in browsers.
+_AS_CP1252 = {"ascii", "us-ascii", "latin-1", "latin1", "iso-8859-1", "iso8859-1", "l1", "cp819", "windows-1252"}
+_TITLE_CHARS = 80
+
+
+@dataclass
+class Block:
+    """One line of converted text; ``heading`` is 1-6 for h1-h6, else 0."""
+
+    text: str
+    heading: int = 0
+
+
+def decode_html(data: bytes) -> str:
+    """Decode HTML bytes: BOM, else ``<meta charset>`` / XML declaration, else UTF-8 with cp1252 fallback."""
+    for bom, enc in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            return data.decode(enc, "replace")
+    head = data[:4096]
+    m = _XML_ENCODING.search(head) or _META_CHARSET.search(head)
+    if m:
+        label = m.group(1).decode("ascii", "replace").lower()
+        label = "cp1252" if label in _AS_CP1252 else label
+        try:
+            codec = codecs.lookup(label).name
+        except LookupError:
+            codec = None
+        if codec and not codec.startswith("utf-16") and not codec.startswith("utf-32"):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError:
+                pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", "replace")
+
+
+def parse_html(markup: str | bytes) -> BeautifulSoup:
+    """Parse with the built-in ``html.parser`` (quietly: short inputs that look like file names are fine)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+        return BeautifulSoup(markup, "html.parser")
+
+
+def _tokens(tag: Tag) -> set[str]:
+    values: list[str] = []
+    cls = tag.get("class")
+    if isinstance(cls, str):
+        values.append(cls)
+    elif cls:
+        values.extend(cls)
+    ident = tag.get("id")
+    if isinstance(ident, str):
+        values.append(ident)
+    return {t.lower() for v in values for t in _TOKEN_SPLIT.split(v) if t}
+
+
+def _is_hidden(tag: Tag) -> bool:
+    if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true":
+        return True
+    style = str(tag.get("style", "")).replace(" ", "").lower()
+    return "display:none" in style or "visibility:hidden" in style
+
+
+def _drop(tag: Tag, web: bool) -> bool:
+    """Whether ``tag`` (and everything inside it) is left out of the text."""
+    name = tag.name
+    if name in DROP_ALWAYS or _is_hidden(tag):
+        return True
+    if not web:
+        return False
+    if name in DROP_WEB:
+        # An <article>'s own header/footer is content (its title, byline); the site's is furniture.
+        return not (name in ("header", "footer") and tag.find_parent(("article", "main", "section")))
+    if str(tag.get("role", "")).lower() in BOILERPLATE_ROLES:
+        return True
+    if name in _PROTECTED or not (_tokens(tag) & BOILERPLATE_WORDS):
+        return False
+    # A wrapper that merely mentions e.g. "sidebar" but holds the main content is kept.
+    return tag.find(("main", "article", "h1")) is None
+
+
+def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> list[Block]:
+    """Convert HTML to text blocks, one per block element; headings are flagged.
+
+    ``web=True`` strips web-page furniture (nav, header, footer, aside, form, role=navigation, cookie/menu/
+    sidebar… classes); ``web=False`` (EPUB chapters) only drops non-text elements and hidden ones.
+    """
+    soup = markup if isinstance(markup, BeautifulSoup) else parse_html(markup)
+    root: Tag = soup.body or soup
+    blocks: list[Block] = []
+    buf: list[str] = []
+    pre = 0
+    heading = 0
+
+    def flush() -> None:
+        text = "".join(buf)
+        buf.clear()
+        if pre:
+            text = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+        else:
+            text = _WS.sub(" ", text).strip()
+        if text.strip():
+            blocks.append(Block(repair_ligatures(text), heading))
+
+    stack: list[tuple[Tag, Iterator]] = [(root, iter(list(root.contents)))]
+    while stack:
+        tag, children = stack[-1]
+        child = next(children, None)
+        if child is None:  # leaving ``tag``
+            stack.pop()
+            name = tag.name
+            if name in BLOCKS:
+                flush()
+                if name in HEADINGS:
+                    heading = 0
+                elif name == "pre":
+                    pre -= 1
+            continue
+        if isinstance(child, NavigableString):
+            if isinstance(child, _SKIP_STRINGS) or (isinstance(child, PreformattedString) and not isinstance(child, CData)):
+                continue
+            buf.append(str(child))
+            continue
+        if not isinstance(child, Tag) or _drop(child, web):
+            continue
+        name = child.name
+        if name == "br":
+            if pre:
+                buf.append("\n")
+            else:
+                flush()
+            continue
+        if name in BLOCKS:
+            flush()
+            if name in HEADINGS:
+                heading = HEADINGS[name]
+            elif name == "pre":
+                pre += 1
+        elif name in CELLS and any(s.strip() for s in buf):
+            buf.append(" | ")
+        elif name == "img" and child.get("alt") and not child.find_parent("a"):
+            buf.append(f" {child.get('alt')} ")
+        stack.append((child, iter(list(child.contents))))
+    flush()
+    return blocks
+
+
+def html_title(soup: BeautifulSoup) -> str:
+    """The document's ``<title>`` text (whitespace collapsed), or ``""``."""
+    t = soup.find("title")
+    return _WS.sub(" ", t.get_text()).strip() if t else ""
+
+
+def short_title(text: str, limit: int = _TITLE_CHARS) -> str:
+    """A heading shortened for a provenance label."""
+    text = _WS.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def blocks_to_sections(blocks: list[Block]) -> list[tuple[str, str]]:
+    """Group blocks into ``(heading, text)`` sections; text before the first heading gets heading ``""``.
+
+    A heading directly followed by another heading (e.g. h1 title then h2) is folded into the next section.
+    """
+    sections: list[tuple[str, list[str]]] = []
+    title, lines, only_heading = "", [], False
+    for b in blocks:
+        if b.heading:
+            if lines and not only_heading:
+                sections.append((title, lines))
+                lines = []
+            title, only_heading = b.text, True
+            lines.append(b.text)
+        else:
+            lines.append(b.text)
+            only_heading = False
+    if lines:
+        sections.append((title, lines))
+    return [(t, "\n".join(ls)) for t, ls in sections]
+
+
+class HtmlSource(Source):
+    """An HTML page (read whole: HTML needs a complete parse), yielded per heading section."""
+
+    format = "html"
+
+    def __init__(self, path: str, data: bytes, *, hash_file: str | None = None, content_hash: str | None = None) -> None:
+        super().__init__(path, len(data))
+        self._hash_file = hash_file
+        self._hash = content_hash
+        name = display_name(path)
+        if not data.strip():
+            raise InputError(f"{name} is empty")
+        if not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and looks_binary(data[:65536]):
+            raise InputError(f"{name} looks like binary data, not HTML")
+        try:
+            blocks = html_to_blocks(decode_html(data), web=True)
+        except Exception as e:  # html.parser is lenient; this is a last resort
+            raise InputError(f"{name}: could not parse the HTML ({type(e).__name__})") from None
+        if not blocks:
+            raise InputError(f"{name}: no readable text in this HTML page")
+        self._sections = blocks_to_sections(blocks)
+
+    def _passages(self) -> Iterator[Passage]:
+        sections, self._sections = self._sections, []
+        for title, text in sections:
+            where = f"§ {short_title(title)}" if title else ""
+            for piece in split_text(text):
+                yield Passage(piece, where)

@@ -1,0 +1,83 @@
+"""Format detection: magic bytes first, then the file extension, otherwise plain text."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+
+FORMATS = ("pdf", "epub", "html", "text")
+_ALIASES = {"txt": "text", "plain": "text", "md": "text", "markdown": "text", "htm": "html", "xhtml": "html"}
+
+EXTENSIONS = {
+    ".pdf": "pdf",
+    ".epub": "epub",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".xht": "html",
+    ".shtml": "html",
+    **{
+        ext: "text"
+        for ext in (
+            ".txt", ".text", ".md", ".markdown", ".rst", ".log", ".csv", ".tsv", ".json", ".jsonl", ".yaml",
+            ".yml", ".toml", ".ini", ".cfg", ".tex", ".srt", ".vtt", ".org", ".adoc", ".asciidoc", ".py",
+        )
+    },
+}
+
+_HTML_START = re.compile(rb"<(?:!doctype\s+html|html|head|body)[\s>/]", re.IGNORECASE)
+_HTML_ANYWHERE = re.compile(rb"<(?:html|body)[\s>/]", re.IGNORECASE)
+
+
+def normalize_format(fmt: str) -> str:
+    """Map a user-given format name (``auto``, ``pdf``, ``txt``, ``htm``…) to ``auto`` or one of :data:`FORMATS`."""
+    f = (fmt or "auto").strip().lower().lstrip(".")
+    f = _ALIASES.get(f, f)
+    if f != "auto" and f not in FORMATS:
+        from infinipot_cli.errors import InputError
+
+        raise InputError(f"unknown document format {fmt!r} (use auto, pdf, epub, html or text)")
+    return f
+
+
+def _text_head(head: bytes) -> bytes:
+    """The first KB of ``head`` as ASCII-compatible bytes, BOM and leading whitespace removed."""
+    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+                     (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if head.startswith(bom):
+            chunk = head[len(bom): len(bom) + 4096]
+            chunk = chunk[: len(chunk) - len(chunk) % (4 if "32" in enc else 2)]
+            return chunk.decode(enc, "replace").encode("ascii", "replace")[:1024].lstrip()
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[3:]
+    return head[:1024].lstrip()
+
+
+def format_from_magic(head: bytes) -> str | None:
+    """Recognise a format from the first bytes of the input, or ``None``.
+
+    ``%PDF-`` (within the first KB, as PDF readers allow) -> pdf; a zip whose first entry is ``mimetype``
+    with ``application/epub+zip`` -> epub; markup starting with ``<!doctype html``, ``<html``, ``<head``,
+    ``<body``, or markup (``<?xml``, a comment…) with ``<html``/``<body`` in the first KB -> html.
+    """
+    if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
+        return "pdf"
+    if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype" and b"application/epub+zip" in head[38:100]:
+        return "epub"
+    text = _text_head(head)
+    if _HTML_START.match(text):
+        return "html"
+    if text.startswith(b"<") and _HTML_ANYWHERE.search(text):
+        return "html"
+    return None
+
+
+def format_from_extension(path: str) -> str | None:
+    """Format implied by the file name's extension, or ``None`` when unknown."""
+    return EXTENSIONS.get(os.path.splitext(path)[1].lower())
+
+
+def sniff_format(head: bytes, path: str = "") -> str:
+    """Detect the format: magic bytes, then extension, else ``text``."""
+    return format_from_magic(head) or format_from_extension(path) or "text"

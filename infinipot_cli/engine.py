@@ -1,0 +1,346 @@
+"""The Continual Context Distillation loop — InfiniPot §3.2 (Figure 1b).
+
+    header (pinned) -> [ chunk ... until the pot is full | + catalyst -> score -> keep C + CR-RoPE ] * -> prompt -> answer
+
+Tokens are fed in any number of pieces (`feed`); the engine forwards them through the model over the pot in
+chunks of at most `chunk` tokens. When the next tokens would overflow the pot (M entries, catalyst included),
+the last piece that fits is forwarded together with the catalyst prompt, the policy picks C entries per
+(layer, KV head), the catalyst is dropped and the kept keys are re-rotated to positions 0..C-1. Memory never
+exceeds M entries per head, whatever the length of the document.
+
+The engine reports progress as `Event`s to a callback, so a display or a benchmark follows it without
+reaching into it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+
+from .errors import UsageError
+from .pot import MemoryPot
+from .scoring import cap as cap_scores
+from .scoring.nuc import lm_head_logits, novelty
+from .scoring.policies import UNBOUNDED, Policy, SelectionInputs, make_policy
+
+
+@dataclass
+class PotConfig:
+    size: int = 2048          # M: entries per (layer, KV head)
+    keep: int = 1024          # C: entries kept by a distillation (pinned header included)
+    alpha: float = 0.5        # NuC share of the kept slots
+    method: str = "infinipot"
+    chunk: int = 1024         # most tokens per forward pass
+    pool: int = 0             # InfiniPot option: max-pool CaP scores over neighbours
+    nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
+    recent: int = 0           # InfiniPot option: always keep the last N entries
+
+    def policy(self) -> Policy:
+        opts = {}
+        if self.method in ("infinipot", "cap"):
+            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent}
+        return make_policy(self.method, alpha=self.alpha, **opts)
+
+    @property
+    def bounded(self) -> bool:
+        return self.method not in UNBOUNDED
+
+
+@dataclass
+class Event:
+    kind: str                      # "read" | "distill" | "answer" | "token" | "done"
+    tokens_read: int
+    cycles: int
+    entries: int                   # pot entries per head now
+    pinned: int
+    distilled: int
+    size: int | None
+    where: str
+    elapsed_s: float
+    kv_bytes: int
+    text: str = ""                 # "token": the new text
+    kept_src: torch.Tensor | None = None  # "distill": unique document positions still held by some head
+
+
+@dataclass
+class Timings:
+    forward: float = 0.0
+    nuc: float = 0.0
+    cap: float = 0.0
+    select: float = 0.0
+    rerotate: float = 0.0
+    answer: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {k: round(v, 4) for k, v in asdict(self).items()}
+
+
+class Engine:
+    def __init__(self, model, tokenizer, config: PotConfig, catalyst_ids: list[int] | None = None,
+                 on_event: Callable[[Event], None] | None = None):
+        self.model = model
+        self.tok = tokenizer
+        self.cfg = config
+        self.policy = config.policy()
+        self.catalyst = list(catalyst_ids or [])
+        self.on_event = on_event
+        self.device = next(model.parameters()).device
+        self.pot = MemoryPot(model, config.size if config.bounded else None)
+        self.pending: list[int] = []
+        self.tokens_read = 0              # document tokens forwarded into the pot
+        self.cycles = 0
+        self.prev_hidden: torch.Tensor | None = None  # (d,) last hidden state, predicts the next token
+        self.provenance: list[tuple[int, str]] = []   # (first document token index, where)
+        self._fed = 0                     # document tokens fed (forwarded + pending)
+        self.where = ""
+        self.timings = Timings()
+        self.t0 = time.perf_counter()
+        self._check_sizes()
+
+    # ---- configuration --------------------------------------------------------------------------
+    def _cat_len(self) -> int:
+        return len(self.catalyst) if self.policy.catalyst == "prompt" else 0
+
+    def _check_sizes(self) -> None:
+        c = self.cfg
+        if not c.bounded:
+            return
+        if c.keep <= 0 or c.size <= 0:
+            raise UsageError("--pot-size and --keep must be positive")
+        if c.keep >= c.size:
+            raise UsageError(f"--keep ({c.keep}) must be smaller than --pot-size ({c.size})")
+        if c.size - c.keep - self._cat_len() < 16:
+            raise UsageError(
+                f"the pot is too small: pot size {c.size} - keep {c.keep} - catalyst {self._cat_len()} tokens "
+                "leaves no room to read; raise --pot-size or lower --keep")
+        if not 0.0 <= c.alpha <= 1.0:
+            raise UsageError("--nuc-ratio must be between 0 and 1")
+
+    def set_catalyst(self, ids: list[int]) -> None:
+        self.catalyst = list(ids)
+        self._check_sizes()
+
+    # ---- reading --------------------------------------------------------------------------------
+    def pin(self, ids: list[int]) -> None:
+        """Forward the header (chat template start + reading instruction); it is never evicted."""
+        assert len(self.pot) == 0, "pin() must come first"
+        if self.cfg.bounded and len(ids) >= self.cfg.keep:
+            raise UsageError(f"--keep ({self.cfg.keep}) must exceed the pinned header ({len(ids)} tokens)")
+        self._forward(ids, pinned=True)
+        self.pot.n_pinned = len(ids)
+        self.pot.n_distilled = len(ids)
+
+    def _room(self) -> int:
+        if not self.cfg.bounded:
+            return 1 << 62
+        return self.cfg.size - self._cat_len() - len(self.pot)
+
+    def feed(self, ids: list[int], where: str = "") -> None:
+        """Add document tokens; forwards and distills as the pot fills."""
+        if not ids:
+            return
+        if where and (not self.provenance or self.provenance[-1][1] != where):
+            self.provenance.append((self._fed, where))
+        self._fed += len(ids)
+        self.pending.extend(ids)
+        chunk = self.cfg.chunk
+        while True:
+            room = self._room()
+            if len(self.pending) > room:  # the pot would overflow: fill it, catalyst, distill
+                self._fill_and_distill(room)
+            elif len(self.pending) >= chunk and room > chunk:
+                self._forward(self._take(chunk))
+            else:
+                break
+
+    def finish(self) -> None:
+        """Forward whatever is pending (it fits: feed() distills before the pot could overflow)."""
+        while self.pending:
+            room = self._room()
+            if len(self.pending) > room:
+                self._fill_and_distill(room)
+            else:
+                self._forward(self._take(min(self.cfg.chunk, len(self.pending))))
+
+    def _take(self, n: int) -> list[int]:
+        out, self.pending = self.pending[:n], self.pending[n:]
+        return out
+
+    def _fill_and_distill(self, room: int) -> None:
+        chunk = self.cfg.chunk
+        while room > chunk:
+            self._forward(self._take(chunk))
+            room -= chunk
+        cat, rows = self._catalyst_for(self.catalyst)
+        _, scores = self._forward(self._take(room), cat, rows)
+        self._distill(self.cfg.keep, scores)
+
+    def _where_at(self, index: int) -> str:
+        w = ""
+        for start, label in reversed(self.provenance):
+            if start <= index:
+                w = label
+                break
+        return w
+
+    # ---- one forward pass -----------------------------------------------------------------------
+    def _catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
+        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst."""
+        if self.policy.catalyst == "prompt":
+            return list(prompt), len(prompt)
+        if self.policy.catalyst == "last":
+            return [], 1
+        return [], 0
+
+    @torch.no_grad()
+    def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0,
+                 pinned: bool = False) -> tuple[torch.Tensor, dict]:
+        """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, scores).
+
+        The document part is recorded in the pot; the catalyst's entries are cropped away afterwards.
+        `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token).
+        """
+        pol = self.policy
+        cat = list(cat or [])
+        n = len(ids)
+        inp = ids + cat
+        if not inp:
+            return torch.zeros(0), {}
+        base_len = len(self.pot)
+        t0 = time.perf_counter()
+        x = torch.tensor([inp], device=self.device)
+        with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned) as capt:
+            out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
+        hidden = out.last_hidden_state[0]  # (T, d)
+        self.timings.forward += time.perf_counter() - t0 - capt.seconds
+        self.timings.cap += capt.seconds
+        self.pot.note_peak()
+        if n:
+            t1 = time.perf_counter()
+            ids_t = torch.tensor(ids, device=self.device)
+            if pol.needs_nuc and not pinned:
+                nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
+            else:
+                nov = torch.zeros(n)
+            self.timings.nuc += time.perf_counter() - t1
+            if pinned:
+                src = -1 - torch.arange(n)
+            else:
+                src = torch.arange(self.tokens_read, self.tokens_read + n)
+            self.pot.append_meta(src, ids_t, nov)
+            self.prev_hidden = hidden[n - 1].clone()
+            if not pinned:
+                self.tokens_read += n
+                self.where = self._where_at(self.tokens_read - 1)
+        if pol.needs_acc and capt.scores:
+            S = len(self.pot)
+            self.pot.acc += torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])
+        self.pot.crop(base_len + n)
+        if not pinned and n:
+            self._emit("read")
+        return hidden, capt.scores
+
+    # ---- distillation ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def _distill(self, keep: int, scores: dict) -> None:
+        """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE."""
+        pot, pol = self.pot, self.policy
+        S = len(pot)
+        npin = pot.n_pinned
+        if S <= keep:
+            return
+        t0 = time.perf_counter()
+        L, H = pot.num_layers, pot.num_kv_heads
+        cap = None
+        if pol.catalyst is not None and scores:
+            cap = torch.stack([scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+        inp = SelectionInputs(budget=keep - npin, n=S - npin, cap=cap, nov=pot.nov[..., npin:],
+                              acc=pot.acc[..., npin:] if pol.needs_acc else None, shape=(L, H))
+        idx = pol.select(inp) + npin  # (L, H, keep - npin)
+        idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), idx], -1)
+        t1 = time.perf_counter()
+        self.timings.select += t1 - t0
+        pot.keep(idx)
+        pot.nov = pol.age(pot.nov)
+        self.timings.rerotate += time.perf_counter() - t1
+        self.cycles += 1
+        self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
+
+    # ---- answering ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def answer(self, prompt_ids: list[int], max_new_tokens: int = 256, stop_ids: set[int] | None = None,
+               on_text: Callable[[str], None] | None = None, final_distill: bool = True) -> str:
+        """Append the final prompt to the pot and generate greedily.
+
+        If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
+        prompt as the catalyst. The pot itself is left as it was before the prompt (the prompt and the
+        answer are cropped away afterwards), so the same pot can answer again.
+        """
+        self.finish()
+        t0 = time.perf_counter()
+        pot, pol, cfg = self.pot, self.policy, self.cfg
+        F = len(prompt_ids)
+        if cfg.bounded:
+            limit = cfg.size - F - max_new_tokens
+            if limit <= pot.n_pinned + 16:
+                raise UsageError(
+                    f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
+                    f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
+            if len(pot) > limit and final_distill:
+                self._final_distill(prompt_ids, min(cfg.keep, limit))
+        elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
+            self._final_distill(prompt_ids, cfg.keep)
+        base = len(pot)
+        self._emit("answer")
+        x = torch.tensor([prompt_ids], device=self.device)
+        out = self.model.model(input_ids=x, past_key_values=pot.cache, use_cache=True)
+        pot.note_peak()
+        logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
+        stops = stop_ids or set()
+        gen: list[int] = []
+        text = ""
+        for _ in range(max_new_tokens):
+            nxt = int(logits[0].argmax())
+            if nxt in stops:
+                break
+            gen.append(nxt)
+            new_text = self.tok.decode(gen, skip_special_tokens=True)
+            if on_text and len(new_text) > len(text) and not new_text.endswith("\ufffd"):
+                on_text(new_text[len(text):])
+                text = new_text
+            elif not on_text:
+                text = new_text
+            self._emit("token", text=new_text)
+            out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=pot.cache,
+                                   use_cache=True)
+            pot.note_peak()
+            logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
+        final = self.tok.decode(gen, skip_special_tokens=True)
+        if on_text and len(final) > len(text):
+            on_text(final[len(text):])
+        pot.crop(base)
+        self.timings.answer += time.perf_counter() - t0
+        self._emit("done")
+        return final.strip()
+
+    def _final_distill(self, prompt_ids: list[int], keep: int) -> None:
+        """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question)."""
+        scores: dict = {}
+        cat, rows = self._catalyst_for(prompt_ids)
+        if rows:
+            _, scores = self._forward([], cat if cat else list(prompt_ids), rows)
+        self._distill(keep, scores)
+
+    # ---- events ---------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, text: str = "", kept_src=None) -> None:
+        if self.on_event is None:
+            return
+        pot = self.pot
+        self.on_event(Event(kind=kind, tokens_read=self.tokens_read, cycles=self.cycles, entries=len(pot),
+                            pinned=pot.n_pinned, distilled=pot.n_distilled, size=self.cfg.size if self.cfg.bounded else None,
+                            where=self.where, elapsed_s=time.perf_counter() - self.t0, kv_bytes=pot.kv_bytes(),
+                            text=text, kept_src=kept_src))

@@ -1,0 +1,100 @@
+"""The memory pot — InfiniPot §3.1/§3.2: a KV cache with a hard cap of M entries per (layer, KV head).
+
+It wraps a transformers ``DynamicCache`` (keys post-RoPE, (1, H_kv, S, D) per layer) and keeps, for every
+entry of every (layer, head), where it came from:
+
+    src (L, H_kv, S) int64   document token index (pinned prefix entries: -1 - i)
+    tok (L, H_kv, S) int64   token id
+    nov (L, H_kv, S) float32 NuC novelty when it was read (aged by the policy)
+    acc (L, H_kv, S) float32 accumulated attention (H2O baseline only)
+
+Entry i of every head sits at RoPE position i (CR-RoPE keeps positions contiguous), so every head always
+holds the same count and the model continues at position S on its own.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+from .rope import Rerotator
+
+
+class MemoryPot:
+    def __init__(self, model: torch.nn.Module, size: int | None):
+        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        self.size = size  # M; None = unbounded (the `full` / `snapkv` references)
+        self.num_layers = cfg.num_hidden_layers
+        self.num_kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        self.cache = DynamicCache()  # all full layers: sliding windows are applied by the mask, not by eviction
+        self.rerotator = Rerotator(model)
+        self.n_pinned = 0
+        self.n_distilled = 0  # entries that survived the last distillation (pinned included)
+        self.peak_entries = 0
+        self.device = next(model.parameters()).device
+        shape = (self.num_layers, self.num_kv_heads, 0)
+        self.src = torch.zeros(shape, dtype=torch.long)
+        self.tok = torch.zeros(shape, dtype=torch.long)
+        self.nov = torch.zeros(shape, dtype=torch.float32)
+        self.acc = torch.zeros(shape, dtype=torch.float32)
+
+    # ---- sizes -------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.src.shape[-1]
+
+    def cache_len(self) -> int:
+        return self.cache.get_seq_length() if len(self.cache.layers) else 0
+
+    def note_peak(self) -> None:
+        self.peak_entries = max(self.peak_entries, self.cache_len())
+
+    def kv_bytes(self) -> int:
+        total = 0
+        for layer in self.cache.layers:
+            if getattr(layer, "keys", None) is not None and layer.keys.numel():
+                total += layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+        return total
+
+    def bytes_per_entry(self) -> int:
+        """KV bytes one token costs across all layers and heads."""
+        n = len(self)
+        return self.kv_bytes() // n if n else 0
+
+    # ---- growth ------------------------------------------------------------------------------------
+    def append_meta(self, src: torch.Tensor, tok: torch.Tensor, nov: torch.Tensor) -> None:
+        """Record T new entries (already written to the cache by a forward): src/tok/nov are (T,)."""
+        lh = (self.num_layers, self.num_kv_heads, -1)
+        self.src = torch.cat([self.src, src.cpu().long().view(1, 1, -1).expand(lh)], -1)
+        self.tok = torch.cat([self.tok, tok.cpu().long().view(1, 1, -1).expand(lh)], -1)
+        self.nov = torch.cat([self.nov, nov.cpu().float().view(1, 1, -1).expand(lh)], -1)
+        self.acc = torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0])], -1)
+
+    def crop(self, length: int) -> None:
+        """Drop cache entries past `length` (the catalyst / final prompt after it was used)."""
+        if self.cache_len() > length:
+            for layer in self.cache.layers:
+                layer.keys = layer.keys[..., :length, :]
+                layer.values = layer.values[..., :length, :]
+
+    # ---- distillation ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def keep(self, idx: torch.Tensor) -> None:
+        """Keep entries idx (L, H_kv, K) — sorted ascending per head — and apply CR-RoPE.
+
+        Kept keys are re-rotated from their old positions (their old indices) to 0..K-1.
+        """
+        L, H, K = idx.shape
+        assert L == self.num_layers and H == self.num_kv_heads
+        new_pos = torch.arange(K).view(1, K).expand(H, K)
+        for li, layer in enumerate(self.cache.layers):
+            ix = idx[li].to(layer.keys.device)  # (H, K)
+            gather = ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1])
+            keys = layer.keys.gather(2, gather)  # (1, H, K, D)
+            values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
+            layer.keys = self.rerotator.rerotate(li, keys, idx[li], new_pos).contiguous()
+            layer.values = values.contiguous()
+        self.src = self.src.gather(-1, idx)
+        self.tok = self.tok.gather(-1, idx)
+        self.nov = self.nov.gather(-1, idx)
+        self.acc = self.acc.gather(-1, idx)
+        self.n_distilled = K

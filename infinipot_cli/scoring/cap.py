@@ -1,0 +1,161 @@
+"""Catalyst Prompt (CaP) scores — InfiniPot §3.3.1, Eq. (2).
+
+The representativeness of pot entry t in layer l, KV head h is the attention probability the |P| catalyst
+queries give it, summed over the CaP rows and over the query heads of h's GQA group:
+
+    u~[l, h, t] = sum_{i in CaP rows} sum_{q in group(h)} softmax(q_i . K^T * scale + mask)[t]
+
+The main attention keeps running through SDPA (or FlashAttention on CUDA), which never exposes weights;
+this module wraps that function and computes only the CaP rows itself, from the same post-RoPE queries
+and keys the model attends with (paper, Appendix B, footnote 10). The same wrapper also serves two
+baselines: H2O (column sums of *all* query rows, accumulated) and TOVA (the last query row only).
+
+Register once with :func:`register_attention`; select the rows to capture with :func:`capture`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+_BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
+
+
+@dataclass
+class Capture:
+    """What to capture during one forward pass.
+
+    rows: capture the last `rows` query rows (CaP rows, or 1 for TOVA); 0 = none.
+    all_rows: accumulate column sums of every query row (H2O).
+    scores: layer index -> (H_kv, S_kv) float32 summed probabilities, filled by the attention wrapper.
+    """
+
+    rows: int = 0
+    all_rows: bool = False
+    scores: dict[int, torch.Tensor] = field(default_factory=dict)
+    seconds: float = 0.0  # time spent computing the captured rows
+
+
+_ACTIVE: Capture | None = None
+
+
+@contextlib.contextmanager
+def capture(rows: int = 0, all_rows: bool = False):
+    """Within this block, every attention layer records CaP/H2O scores into the yielded Capture."""
+    global _ACTIVE
+    prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows)
+    try:
+        yield _ACTIVE
+    finally:
+        _ACTIVE = prev
+
+
+def _group_logits(module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
+                  softcap: float | None) -> torch.Tensor:
+    """Attention probabilities of some query rows, GQA-grouped without repeating K.
+
+    query: (B, Hq, R, D); key: (B, Hkv, S, D); mask: (B|1, 1|Hq, R, S) bool (True = attend) or additive float.
+    Returns probabilities (B, Hkv, G, R, S) in float32.
+    """
+    b, hq, r, d = query.shape
+    hkv, s = key.shape[1], key.shape[2]
+    g = hq // hkv
+    q = query.reshape(b, hkv, g * r, d).float()  # query head h*g+j belongs to KV head h (repeat_kv order)
+    logits = torch.matmul(q, key.float().transpose(-1, -2)) * scaling  # (B, Hkv, G*R, S)
+    logits = logits.view(b, hkv, g, r, s)
+    if softcap is not None:
+        logits = torch.tanh(logits / softcap) * softcap
+    if mask is not None:
+        m = mask
+        if m.shape[1] == 1:
+            m = m.unsqueeze(1)  # (B, 1, 1, R, S)
+        else:
+            m = m.view(m.shape[0], hkv, g, r, s)
+        if m.dtype == torch.bool:
+            logits = logits.masked_fill(~m, float("-inf"))
+        else:
+            logits = logits + m.float()
+    return torch.softmax(logits, dim=-1)
+
+
+def _rows_mask(mask: torch.Tensor | None, q_len: int, kv_len: int, first: int, last: int,
+               device) -> torch.Tensor:
+    """The mask rows [first, last) of the query block; builds the causal mask when SDPA ran mask-free."""
+    if mask is not None and mask.dim() == 4:  # flash-attention passes None or a 2D padding mask instead
+        return mask[..., first:last, :]
+    # No mask means plain causal alignment with the end of the keys (queries are the last q_len positions).
+    q_pos = torch.arange(first, last, device=device) + (kv_len - q_len)
+    k_pos = torch.arange(kv_len, device=device)
+    return (k_pos[None, :] <= q_pos[:, None])[None, None]  # (1, 1, R, S)
+
+
+def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None,
+           scaling: float | None, softcap: float | None) -> None:
+    """Compute the captured rows for this layer (called by the attention wrapper)."""
+    cap = _ACTIVE
+    if cap is None or (cap.rows <= 0 and not cap.all_rows):
+        return
+    t0 = time.perf_counter()
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    q_len, kv_len = query.shape[2], key.shape[2]
+    with torch.no_grad():
+        if cap.all_rows:
+            total = None
+            for start in range(0, q_len, _BLOCK_ROWS):
+                stop = min(q_len, start + _BLOCK_ROWS)
+                m = _rows_mask(attention_mask, q_len, kv_len, start, stop, query.device)
+                p = _group_logits(module, query[:, :, start:stop], key, m, scaling, softcap)
+                part = p.sum(dim=(2, 3))[0]  # (Hkv, S)
+                total = part if total is None else total + part
+            cap.scores[module.layer_idx] = total
+        else:
+            r = min(cap.rows, q_len)
+            m = _rows_mask(attention_mask, q_len, kv_len, q_len - r, q_len, query.device)
+            p = _group_logits(module, query[:, :, q_len - r:], key, m, scaling, softcap)
+            cap.scores[module.layer_idx] = p.sum(dim=(2, 3))[0]  # (Hkv, S)
+    cap.seconds += time.perf_counter() - t0
+
+
+def _math_attention(module, query, key, value, attention_mask, scaling, softcap):
+    """Plain attention with logit soft-capping (Gemma 2), which SDPA does not support."""
+    b, hq, q_len, d = query.shape
+    hkv = key.shape[1]
+    if scaling is None:
+        scaling = d ** -0.5
+    m = _rows_mask(attention_mask, q_len, key.shape[2], 0, q_len, query.device)
+    p = _group_logits(module, query, key, m, scaling, softcap).to(value.dtype)  # (B, Hkv, G, R, S)
+    out = torch.matmul(p.reshape(b, hkv, -1, key.shape[2]), value)  # (B, Hkv, G*R, Dv)
+    out = out.view(b, hq, q_len, value.shape[-1])
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _make_wrapper(base_name: str):
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    base = ALL_ATTENTION_FUNCTIONS[base_name]
+
+    def infinipot_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+        # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
+        softcap = kwargs.get("softcap")
+        record(module, query, key, attention_mask, scaling, softcap)
+        if softcap is not None and base_name == "sdpa":
+            return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
+        return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+    return infinipot_attention
+
+
+def register_attention(base_name: str = "sdpa") -> str:
+    """Register the capturing wrapper around `base_name` (sdpa / flash_attention_2); returns its name."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    name = f"infinipot_{base_name}"
+    AttentionInterface.register(name, _make_wrapper(base_name))
+    # Without a mask function registered under the same name the causal mask silently becomes None.
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[base_name])
+    return name

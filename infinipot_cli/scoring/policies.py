@@ -1,0 +1,212 @@
+"""Selection policies: which pot entries survive a distillation — InfiniPot §3.3.3 and the baselines of §4.
+
+Every policy runs inside the same CCD loop under the same memory cap (the engine calls `select` whenever
+the pot is full). A policy sees the *candidates* — the pot entries after the pinned prefix, in document
+order — and returns, per (layer, KV head), the indices of `budget` candidates to keep:
+
+    select(inp) -> (L, H_kv, budget) int64, ascending per head
+
+Inputs (all (L, H_kv, N) over the N candidates): `cap` — CaP scores (or TOVA's last-row attention),
+`nov` — NuC novelty, `acc` — accumulated attention (H2O). What a policy needs it declares, so the engine
+computes nothing it does not use:
+
+    catalyst  "prompt": append the catalyst prompt and capture its rows; "last": capture the last query
+              row of the chunk (no catalyst); None: no attention capture
+    needs_nuc compute NuC for every token read
+    needs_acc accumulate every query row's attention (H2O)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class SelectionInputs:
+    budget: int                    # entries to keep per head (pinned prefix excluded)
+    n: int                         # number of candidates
+    cap: torch.Tensor | None       # (L, H, N) float32
+    nov: torch.Tensor              # (L, H, N) float32
+    acc: torch.Tensor | None       # (L, H, N) float32
+    shape: tuple[int, int]         # (L, H)
+
+
+def _sorted(idx: torch.Tensor) -> torch.Tensor:
+    return idx.sort(dim=-1).values
+
+
+def _range(inp: SelectionInputs, start: int, stop: int) -> torch.Tensor:
+    L, H = inp.shape
+    return torch.arange(start, stop).view(1, 1, -1).expand(L, H, -1)
+
+
+def _topk_with_forced(scores: torch.Tensor, forced: torch.Tensor | None, k: int) -> torch.Tensor:
+    """Top-k of scores (L, H, N) per head, where `forced` (bool, same shape) entries always win."""
+    s = scores.clone()
+    if forced is not None:
+        s = torch.where(forced, torch.full_like(s, float("inf")), s)
+    return _sorted(s.topk(k, dim=-1).indices)
+
+
+class Policy:
+    name = "base"
+    catalyst: str | None = None
+    needs_nuc = False
+    needs_acc = False
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def age(self, nov: torch.Tensor) -> torch.Tensor:
+        """Novelty of entries that survived a distillation, as carried into the next cycle."""
+        return nov
+
+    def describe(self) -> dict:
+        return {"name": self.name}
+
+
+@dataclass
+class InfiniPotPolicy(Policy):
+    """CaP + NuC (§3.3.3, Appendix B Code 1): the top round(alpha*budget) entries by NuC first, the rest by CaP.
+
+    Options beyond the paper (all off by default = the paper's behaviour):
+      pool        max-pool CaP scores over `pool` neighbouring entries (SnapKV's kernel), so a kept token
+                  brings its neighbours: contiguous spans rather than scattered tokens
+      nuc_decay   multiply the stored novelty of survivors by this factor each cycle, so the first chunk's
+                  novelty (where everything is new) does not crowd out later novelty forever
+      recent      always keep the last `recent` candidates (a short recency window)
+    """
+
+    alpha: float = 0.5
+    pool: int = 0
+    nuc_decay: float = 1.0
+    recent: int = 0
+    name: str = "infinipot"
+    catalyst: str | None = "prompt"
+
+    @property
+    def needs_nuc(self) -> bool:  # type: ignore[override]
+        return self.alpha > 0
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        k = inp.budget
+        cap = inp.cap
+        if self.pool and self.pool > 1:
+            pad = self.pool // 2
+            cap = F.max_pool1d(cap.flatten(0, 1)[:, None], self.pool, stride=1, padding=pad)[:, 0, : inp.n]
+            cap = cap.view(inp.cap.shape)
+        forced = torch.zeros_like(cap, dtype=torch.bool)
+        recent = min(self.recent, k)
+        if recent:
+            forced[..., inp.n - recent:] = True
+        t = min(int(round(self.alpha * k)), k - recent)
+        if t > 0:
+            nov = inp.nov.masked_fill(forced, float("-inf"))
+            forced.scatter_(-1, nov.topk(t, dim=-1).indices, True)
+        return _topk_with_forced(cap, forced, k)
+
+    def age(self, nov: torch.Tensor) -> torch.Tensor:
+        return nov * self.nuc_decay if self.nuc_decay != 1.0 else nov
+
+    def describe(self) -> dict:
+        return {"name": self.name, "alpha": self.alpha, "pool": self.pool, "nuc_decay": self.nuc_decay,
+                "recent": self.recent}
+
+
+class CapPolicy(InfiniPotPolicy):
+    """CaP only (§4.4.2 ablation): alpha = 0."""
+
+    def __init__(self, **kw):
+        super().__init__(alpha=0.0, name="cap", **kw)
+
+
+class SirLLMPolicy(Policy):
+    """SirLLM / NuC only: the highest-novelty tokens, the same set in every head."""
+
+    name = "sirllm"
+    needs_nuc = True
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        return _sorted(inp.nov.topk(inp.budget, dim=-1).indices)
+
+
+class StreamingPolicy(Policy):
+    """StreamingLLM: attention sinks (the first `sinks` candidates) + the most recent entries."""
+
+    name = "streaming"
+
+    def __init__(self, sinks: int = 4):
+        self.sinks = sinks
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        s = min(self.sinks, inp.budget)
+        return torch.cat([_range(inp, 0, s), _range(inp, inp.n - (inp.budget - s), inp.n)], -1)
+
+
+class TruncatePolicy(Policy):
+    """Keep the beginning and the end: the first half of the budget and the most recent half."""
+
+    name = "truncate"
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        head = inp.budget // 2
+        return torch.cat([_range(inp, 0, head), _range(inp, inp.n - (inp.budget - head), inp.n)], -1)
+
+
+class H2OPolicy(Policy):
+    """H2O: heavy hitters by accumulated attention of every query so far, plus a recent window (half/half)."""
+
+    name = "h2o"
+    needs_acc = True
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        recent = inp.budget // 2
+        forced = torch.zeros_like(inp.acc, dtype=torch.bool)
+        if recent:
+            forced[..., inp.n - recent:] = True
+        return _topk_with_forced(inp.acc, forced, inp.budget)
+
+
+class TOVAPolicy(Policy):
+    """TOVA: keep the entries the last token attends to most (per layer and head)."""
+
+    name = "tova"
+    catalyst = "last"
+
+    def select(self, inp: SelectionInputs) -> torch.Tensor:
+        return _sorted(inp.cap.topk(inp.budget, dim=-1).indices)
+
+
+class SnapKVPolicy(InfiniPotPolicy):
+    """SnapKV reference: no cap while reading; one compression at the end with the question as the
+    observation window, scores max-pooled over 7 neighbours (SnapKV's kernel)."""
+
+    def __init__(self, **kw):
+        super().__init__(alpha=0.0, pool=7, name="snapkv", **kw)
+
+
+class FullPolicy(Policy):
+    """Full-context reference: nothing is ever evicted (memory grows with the document)."""
+
+    name = "full"
+
+
+METHODS = ["infinipot", "cap", "sirllm", "streaming", "truncate", "h2o", "tova", "snapkv", "full"]
+UNBOUNDED = {"full", "snapkv"}  # references that read without a memory cap
+
+
+def make_policy(method: str, alpha: float = 0.5, **opts) -> Policy:
+    if method == "infinipot":
+        return InfiniPotPolicy(alpha=alpha, **opts)
+    if method == "cap":
+        return CapPolicy(**opts)
+    simple = {"sirllm": SirLLMPolicy, "nuc": SirLLMPolicy, "streaming": StreamingPolicy, "truncate": TruncatePolicy,
+              "h2o": H2OPolicy, "tova": TOVAPolicy, "full": FullPolicy}
+    if method == "snapkv":
+        return SnapKVPolicy()
+    if method not in simple:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return simple[method]()
