@@ -112,7 +112,7 @@ class Engine:
             raise UsageError("--pot-size and --keep must be positive")
         if c.keep >= c.size:
             raise UsageError(f"--keep ({c.keep}) must be smaller than --pot-size ({c.size})")
-        if c.size - c.keep - self._cat_len() < 16:
+        if c.size - c.keep - self._cat_len() < 1:
             raise UsageError(
                 f"the pot is too small: pot size {c.size} - keep {c.keep} - catalyst {self._cat_len()} tokens "
                 "leaves no room to read; raise --pot-size or lower --keep")
