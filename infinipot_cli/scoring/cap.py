@@ -154,7 +154,9 @@ def register_attention(base_name: str = "sdpa") -> str:
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
-    name = f"infinipot_{base_name}"
+    # The name must not contain "sdpa"/"flash": transformers would then apply its per-architecture SDPA/FA
+    # checks (Gemma 2 refuses SDPA because of soft-capping, which the wrapper handles itself).
+    name = {"sdpa": "infinipot", "flash_attention_2": "infinipot_fa2"}.get(base_name, f"infinipot_{base_name}")
     AttentionInterface.register(name, _make_wrapper(base_name))
     # Without a mask function registered under the same name the causal mask silently becomes None.
     AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[base_name])

@@ -1,0 +1,227 @@
+"""Engine invariants (DESIGN.md) on tiny random-weight models of every supported RoPE architecture."""
+
+import pytest
+import torch
+
+from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.scoring import cap as cap_scores
+from infinipot_cli.scoring.nuc import lm_head_logits
+from infinipot_cli.scoring.policies import METHODS, UNBOUNDED
+from tiny_models import ARCHS, VOCAB, make_model
+
+HEADER = list(range(3, 9))        # a pinned "header"
+CATALYST = [20, 21, 22, 23, 24]   # a catalyst prompt
+PROMPT = [30, 31, 32, 33]
+
+
+def doc_ids(n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(10, VOCAB, (n,), generator=g).tolist()
+
+
+class IdTok:
+    """Stands in for a tokenizer: 'decodes' ids as numbers."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join(map(str, ids))
+
+
+def run_engine(model, ids, cfg, pieces=(7, 29, 3, 50), events=None):
+    eng = Engine(model, IdTok(), cfg, catalyst_ids=CATALYST, on_event=events)
+    eng.pin(HEADER)
+    i, k = 0, 0
+    while i < len(ids):
+        n = pieces[k % len(pieces)]
+        eng.feed(ids[i:i + n], where=f"piece {k}")
+        i, k = i + n, k + 1
+    eng.finish()
+    return eng
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def arch_model(request):
+    return request.param, make_model(request.param)
+
+
+# ---- the cap holds at any length, for every architecture and every policy -------------------------
+
+def _cap_checker(size):
+    seen = []
+
+    def on_event(ev):
+        assert ev.entries <= size
+        seen.append(ev)
+
+    return on_event, seen
+
+
+def test_cap_holds_every_arch(arch_model):
+    arch, model = arch_model
+    cfg = PotConfig(size=64, keep=32, chunk=16)
+    on_event, seen = _cap_checker(64)
+    eng = run_engine(model, doc_ids(700), cfg, events=on_event)
+    assert eng.cycles >= 10
+    assert eng.pot.peak_entries <= 64
+    assert {layer.keys.shape[2] for layer in eng.pot.cache.layers} == {len(eng.pot)}
+    # pinned header never evicted, kept entries in document order
+    assert torch.equal(eng.pot.src[..., :len(HEADER)], (-1 - torch.arange(len(HEADER))).expand(eng.pot.src.shape[0], eng.pot.src.shape[1], -1))
+    body = eng.pot.src[..., len(HEADER):]
+    assert bool((body[..., 1:] > body[..., :-1]).all())
+    eng.answer(PROMPT, max_new_tokens=4)
+    assert eng.pot.peak_entries <= 64
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in UNBOUNDED])
+def test_every_policy_respects_cap(method):
+    model = make_model("llama")
+    cfg = PotConfig(size=80, keep=40, chunk=24, method=method)
+    on_event, seen = _cap_checker(80)
+    eng = run_engine(model, doc_ids(500), cfg, events=on_event)
+    assert eng.cycles >= 5
+    ans_budget = 6
+    eng.answer(PROMPT, max_new_tokens=ans_budget)
+    assert eng.pot.peak_entries <= 80
+    assert any(ev.kind == "distill" for ev in seen)
+
+
+def test_unbounded_references_read_everything():
+    model = make_model("llama")
+    ids = doc_ids(300)
+    full = run_engine(model, ids, PotConfig(size=64, keep=32, method="full"))
+    assert len(full.pot) == len(HEADER) + 300 and full.cycles == 0
+    snap = run_engine(model, ids, PotConfig(size=64, keep=32, method="snapkv"))
+    snap.answer(PROMPT, max_new_tokens=2)
+    assert len(snap.pot) == 32 and snap.cycles == 1
+
+
+def test_streaming_token_by_token():
+    model = make_model("llama")
+    eng = run_engine(model, doc_ids(120), PotConfig(size=40, keep=39, chunk=1, method="streaming"), pieces=(5,))
+    assert eng.pot.peak_entries <= 40 and eng.cycles > 50
+
+
+# ---- CR-RoPE: re-rotation is exact ------------------------------------------------------------------
+
+def test_rerotation_matches_fresh_keys(arch_model):
+    """Layer-0 keys depend only on (token, position): after distillations, every head's kept layer-0 keys
+    must equal the keys a fresh forward computes for those tokens at positions 0..K-1."""
+    arch, model = arch_model
+    eng = run_engine(model, doc_ids(300, seed=3), PotConfig(size=64, keep=32, chunk=16))
+    assert eng.cycles > 0
+    keys = eng.pot.cache.layers[0].keys[0]  # (H, S, D)
+    for h in range(keys.shape[0]):
+        toks = eng.pot.tok[0, h]
+        fresh = Engine(model, None, PotConfig(size=None, keep=1, method="full"))
+        fresh.pin(toks.tolist())
+        ref = fresh.pot.cache.layers[0].keys[0, h]
+        torch.testing.assert_close(keys[h], ref, atol=2e-5, rtol=1e-4)
+
+
+def test_rerotation_unrotates_to_same_prerope_key(arch_model):
+    """Un-rotating a kept key at its new position gives the pre-RoPE key that un-rotating the original at its
+    old position gives (the convention itself is checked against the model in the test above)."""
+    from infinipot_cli.rope import apply_rotation
+
+    arch, model = arch_model
+    rr = Engine(model, None, PotConfig(size=64, keep=32)).pot.rerotator
+    H, K, D = 2, 10, 16
+    pre = torch.randn(1, H, K, D)
+    old = torch.randint(0, 60, (H, K))
+    new = torch.arange(K).view(1, K).expand(H, K)
+    for layer in range(rr.num_layers):
+        cos, sin = rr.cos_sin(layer, old, pre)
+        at_old = apply_rotation(pre[0], cos, sin)[None]
+        moved = rr.rerotate(layer, at_old, old, new)
+        cos_n, sin_n = rr.cos_sin(layer, new, pre)
+        back = apply_rotation(moved[0], cos_n, -sin_n)  # inverse rotation at the new position
+        torch.testing.assert_close(back, pre[0], atol=1e-5, rtol=1e-5)
+
+
+# ---- CaP scores from the wrapper equal eager attention weights ------------------------------------
+
+def test_cap_scores_equal_eager_attention(arch_model):
+    arch, model = arch_model
+    eager = make_model(arch, attn="eager")
+    eager.load_state_dict(model.state_dict())
+    ids = doc_ids(40, seed=5)
+    x = torch.tensor([ids + CATALYST])
+    P = len(CATALYST)
+    with torch.no_grad():
+        with cap_scores.capture(rows=P) as capt:
+            model(x)
+        att = eager(x, output_attentions=True).attentions
+    cfg = model.config
+    H, Hq = cfg.num_key_value_heads, cfg.num_attention_heads
+    for layer, a in enumerate(att):
+        ref = a[0, :, -P:, :].sum(1).view(H, Hq // H, -1).sum(1)  # (H_kv, S)
+        torch.testing.assert_close(capt.scores[layer], ref.float(), atol=1e-5, rtol=1e-4)
+
+
+def test_cap_scores_over_a_cache_equal_eager(arch_model):
+    """The same with a pot already holding entries (the mask path used while reading)."""
+    arch, model = arch_model
+    eager = make_model(arch, attn="eager")
+    eager.load_state_dict(model.state_dict())
+    from transformers import DynamicCache
+
+    first, second = doc_ids(30, seed=6), doc_ids(20, seed=7) + CATALYST
+    P = len(CATALYST)
+    with torch.no_grad():
+        c1, c2 = DynamicCache(), DynamicCache()
+        model(torch.tensor([first]), past_key_values=c1)
+        eager(torch.tensor([first]), past_key_values=c2)
+        with cap_scores.capture(rows=P) as capt:
+            model(torch.tensor([second]), past_key_values=c1)
+        att = eager(torch.tensor([second]), past_key_values=c2, output_attentions=True).attentions
+    H, Hq = model.config.num_key_value_heads, model.config.num_attention_heads
+    for layer, a in enumerate(att):
+        ref = a[0, :, -P:, :].sum(1).view(H, Hq // H, -1).sum(1)
+        torch.testing.assert_close(capt.scores[layer], ref.float(), atol=1e-5, rtol=1e-4)
+
+
+# ---- keeping everything changes nothing -----------------------------------------------------------
+
+def test_chunked_reading_without_eviction_matches_one_forward(arch_model):
+    arch, model = arch_model
+    ids = doc_ids(150, seed=8)
+    eng = run_engine(model, ids, PotConfig(size=1024, keep=512, chunk=16))
+    assert eng.cycles == 0
+    with torch.no_grad():
+        out = model(torch.tensor([HEADER + ids + PROMPT]))
+        x = torch.tensor([PROMPT])
+        h = model.model(input_ids=x, past_key_values=eng.pot.cache).last_hidden_state[0, -1:]
+        got = lm_head_logits(model, h)
+    torch.testing.assert_close(got[0], out.logits[0, -1].float(), atol=1e-4, rtol=1e-4)
+
+
+def test_nuc_equals_cross_entropy_of_full_forward():
+    model = make_model("llama")
+    ids = doc_ids(120, seed=9)
+    eng = run_engine(model, ids, PotConfig(size=1024, keep=512, chunk=16))
+    with torch.no_grad():
+        logits = model(torch.tensor([HEADER + ids])).logits[0].float()
+    n = len(HEADER)
+    ce = torch.nn.functional.cross_entropy(logits[n - 1:-1], torch.tensor(ids), reduction="none")
+    torch.testing.assert_close(eng.pot.nov[0, 0, n:], ce, atol=1e-4, rtol=1e-4)
+
+
+def test_answer_leaves_pot_unchanged_and_is_repeatable():
+    model = make_model("qwen2")
+    eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16))
+    before = [l.keys.clone() for l in eng.pot.cache.layers]
+    n = len(eng.pot)
+    a1 = eng.answer(PROMPT, max_new_tokens=6)
+    a2 = eng.answer(PROMPT, max_new_tokens=6)
+    assert a1 == a2 and a1
+    assert len(eng.pot) == n
+    assert all(torch.equal(b, l.keys) for b, l in zip(before, eng.pot.cache.layers))
+
+
+def test_sizes_are_validated():
+    from infinipot_cli.errors import UsageError
+
+    model = make_model("llama")
+    with pytest.raises(UsageError):
+        Engine(model, None, PotConfig(size=64, keep=64), catalyst_ids=CATALYST)
+    with pytest.raises(UsageError):
+        Engine(model, None, PotConfig(size=64, keep=60), catalyst_ids=CATALYST)
