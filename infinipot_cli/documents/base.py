@@ -138,7 +138,8 @@ class Source:
         format: ``"pdf"``, ``"epub"``, ``"html"`` or ``"text"``.
         size_bytes: size of the raw input; ``None`` for a stream until it has been read completely.
         units: ``{"pages": n}`` (pdf), ``{"chapters": n}`` (epub), ``{}`` otherwise.
-        warnings: human-readable problems that did not stop reading (e.g. pages without text).
+        warnings: problems that did not stop reading, without the source name (the caller prefixes it),
+            e.g. ``"pages 3, 7 have no text (scanned?)"``.
     """
 
     format: str = "text"

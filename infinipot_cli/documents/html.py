@@ -123,13 +123,13 @@ def _drop(tag: Tag, web: bool) -> bool:
         return False
     if name in DROP_WEB:
         # An <article>'s own header/footer is content (its title, byline); the site's is furniture.
-        return not (name in ("header", "footer") and tag.find_parent(("article", "main", "section")))
+        return not (name in ("header", "footer") and tag.find_parent(["article", "main", "section"]))
     if str(tag.get("role", "")).lower() in BOILERPLATE_ROLES:
         return True
     if name in _PROTECTED or not (_tokens(tag) & BOILERPLATE_WORDS):
         return False
     # A wrapper that merely mentions e.g. "sidebar" but holds the main content is kept.
-    return tag.find(("main", "article", "h1")) is None
+    return tag.find(["main", "article", "h1"]) is None
 
 
 def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> list[Block]:
@@ -191,17 +191,9 @@ def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> 
                 pre += 1
         elif name in CELLS and any(s.strip() for s in buf):
             buf.append(" | ")
-        elif name == "img" and child.get("alt") and not child.find_parent("a"):
-            buf.append(f" {child.get('alt')} ")
         stack.append((child, iter(list(child.contents))))
     flush()
     return blocks
-
-
-def html_title(soup: BeautifulSoup) -> str:
-    """The document's ``<title>`` text (whitespace collapsed), or ``""``."""
-    t = soup.find("title")
-    return _WS.sub(" ", t.get_text()).strip() if t else ""
 
 
 def short_title(text: str, limit: int = _TITLE_CHARS) -> str:

@@ -57,11 +57,14 @@ def _text_head(head: bytes) -> bytes:
 def format_from_magic(head: bytes) -> str | None:
     """Recognise a format from the first bytes of the input, or ``None``.
 
-    ``%PDF-`` (within the first KB, as PDF readers allow) -> pdf; a zip whose first entry is ``mimetype``
+    ``%PDF-`` at the start (or after a binary prefix within the first KB) -> pdf; a zip whose first entry is ``mimetype``
     with ``application/epub+zip`` -> epub; markup starting with ``<!doctype html``, ``<html``, ``<head``,
     ``<body``, or markup (``<?xml``, a comment…) with ``<html``/``<body`` in the first KB -> html.
     """
-    if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
+    if head.lstrip().startswith(b"%PDF-"):
+        return "pdf"
+    at = head.find(b"%PDF-", 0, 1024)
+    if at > 0 and b"\x00" in head[:at]:  # a binary prefix (e.g. a MacBinary header) before the PDF header
         return "pdf"
     if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype" and b"application/epub+zip" in head[38:100]:
         return "epub"

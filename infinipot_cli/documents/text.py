@@ -103,7 +103,7 @@ class TextSource(Source):
                 self._first_text = self._decoder.decode(body, False)
             except UnicodeDecodeError:
                 self._encoding = "cp1252"
-                self.warnings.append(f"{name} is not valid UTF-8; read it as cp1252")
+                self.warnings.append("not valid UTF-8; read as cp1252")
                 self._decoder = codecs.getincrementaldecoder("cp1252")("replace")
                 self._first_text = self._decoder.decode(head, False)
         else:
@@ -119,7 +119,7 @@ class TextSource(Source):
             obj = bytes(e.object)
             good = obj[: e.start].decode("utf-8", "replace")
             bad_at = self._offset - len(obj) + e.start
-            self.warnings.append(f"{self.name} is not valid UTF-8 from byte {bad_at} on; read the rest as cp1252")
+            self.warnings.append(f"not valid UTF-8 from byte {bad_at} on; read the rest as cp1252")
             self._encoding = "cp1252"
             self._decoder = codecs.getincrementaldecoder("cp1252")("replace")
             return good + self._decoder.decode(obj[e.start:], final)
@@ -136,7 +136,10 @@ class TextSource(Source):
         yielded = False
         try:
             while True:
-                data = read_block(stream)
+                try:
+                    data = read_block(stream)
+                except OSError as e:
+                    raise InputError(f"{self.name}: read error ({e.strerror or e})") from None
                 if data:
                     hasher.update(data)
                     total += len(data)

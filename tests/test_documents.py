@@ -1,0 +1,673 @@
+"""Tests for the document-reading layer (infinipot_cli.documents): formats, provenance, sniffing, errors, streaming."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import os
+import re
+import sys
+import threading
+import tracemalloc
+import zipfile
+
+import pytest
+from ebooklib import epub
+from pypdf import PdfWriter
+from pypdf.errors import DependencyError
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from infinipot_cli.documents import (
+    BLOCK_BYTES,
+    Passage,
+    format_from_extension,
+    format_from_magic,
+    html_to_blocks,
+    looks_binary,
+    open_source,
+    repair_hyphenation,
+    repair_ligatures,
+    sniff_format,
+)
+from infinipot_cli.documents.base import clean_extracted_text, split_text
+from infinipot_cli.documents.pdf import PdfSource
+from infinipot_cli.errors import InputError
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def make_pdf(pages: list[list[str]], *, labels: list[tuple[int, int, str, int]] | None = None,
+             outline: list[tuple[str, int, int | None]] | None = None, encrypt: dict | None = None) -> bytes:
+    """A PDF whose pages show the given lines in Helvetica (an empty list gives a page without text).
+
+    labels: (first page, last page, style, start) ranges; outline: (title, page, parent index or None).
+    """
+    w = PdfWriter()
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    for lines in pages:
+        page = w.add_blank_page(width=300, height=400)
+        if not lines:
+            continue
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
+        body = b" ".join(b"(" + line.encode("cp1252") + b") Tj T*" for line in lines)
+        stream = DecodedStreamObject()
+        stream.set_data(b"BT /F1 10 Tf 12 TL 20 380 Td " + body + b" ET")
+        page[NameObject("/Contents")] = w._add_object(stream)
+    for first, last, style, start in labels or []:
+        w.set_page_label(first, last, style=style, start=start)
+    items: list = []
+    for title, page_number, parent in outline or []:
+        items.append(w.add_outline_item(title=title, page_number=page_number,
+                                        parent=items[parent] if parent is not None else None))
+    if encrypt:
+        w.encrypt(**encrypt)
+    out = io.BytesIO()
+    w.write(out)
+    return out.getvalue()
+
+
+def make_epub(chapters: list[tuple[str, str, str | None]], *, nonlinear: tuple[str, str] | None = None,
+              nav: bool = True) -> bytes:
+    """An EPUB from (file name, body html, toc title or None = not in the TOC) chapters."""
+    book = epub.EpubBook()
+    book.set_identifier("test-book")
+    book.set_title("Test Book")
+    book.set_language("en")
+    items = []
+    toc = []
+    for file_name, body, toc_title in chapters:
+        item = epub.EpubHtml(title=toc_title or "x", file_name=file_name, lang="en")
+        item.content = body
+        book.add_item(item)
+        items.append(item)
+        if toc_title:
+            toc.append(epub.Link(file_name, toc_title, file_name.split(".")[0]))
+    spine: list = ["nav"] if nav else []
+    spine += items
+    if nonlinear:
+        extra = epub.EpubHtml(title="Extra", file_name=nonlinear[0], lang="en")
+        extra.content = nonlinear[1]
+        extra.is_linear = False
+        book.add_item(extra)
+        spine.append(extra)
+    book.toc = toc
+    book.add_item(epub.EpubNcx())
+    if nav:
+        book.add_item(epub.EpubNav())
+    book.spine = spine
+    out = io.BytesIO()
+    epub.write_epub(out, book, {"raise_exceptions": True})
+    return out.getvalue()
+
+
+def read_all(source) -> list[Passage]:
+    return list(source.passages())
+
+
+class GeneratedStream(io.RawIOBase):
+    """A raw, non-seekable byte stream produced by a generator; records every read size requested."""
+
+    def __init__(self, chunks):
+        self._chunks = iter(chunks)
+        self._pending = b""
+        self.requests: list[int] = []
+        self.hasher = hashlib.sha256()
+        self.total = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        self.requests.append(len(b))
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._pending))
+        b[:n] = self._pending[:n]
+        self.hasher.update(self._pending[:n])
+        self.total += n
+        self._pending = self._pending[n:]
+        return n
+
+
+def numbered_lines(n_bytes: int, chunk_lines: int = 2000):
+    """Yield byte chunks of lines "line 000001 alpha beta …\\n" until about ``n_bytes`` were produced."""
+    produced = 0
+    number = 1
+    while produced < n_bytes:
+        chunk = "".join(f"line {i:07d} alpha beta gamma delta epsilon\n" for i in range(number, number + chunk_lines))
+        number += chunk_lines
+        data = chunk.encode()
+        produced += len(data)
+        yield data
+
+
+# -------------------------------------------------------------------------------------------- text
+
+
+def test_text_file_passage_hash_and_size(tmp_path):
+    p = tmp_path / "notes.txt"
+    data = "First line.\nThe keeper's cat was named Biscuit.\n".encode()
+    p.write_bytes(data)
+    src = open_source(str(p))
+    assert (src.format, src.path, src.size_bytes, src.units) == ("text", str(p), len(data), {})
+    passages = read_all(src)
+    assert passages == [Passage("First line.\nThe keeper's cat was named Biscuit.", "line 1")]
+    assert src.content_hash == hashlib.sha256(data).hexdigest()
+    assert src.warnings == []
+
+
+def test_text_content_hash_available_before_reading_a_file(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"hello world\n")
+    assert open_source(str(p)).content_hash == hashlib.sha256(b"hello world\n").hexdigest()
+
+
+def test_text_blocks_split_at_line_boundaries_with_line_numbers(tmp_path):
+    lines = [f"row {i} lorem ipsum dolor sit amet" for i in range(1, 8001)]  # ~280 KB
+    p = tmp_path / "big.log"
+    p.write_text("\n".join(lines) + "\n")
+    passages = read_all(open_source(str(p)))
+    assert len(passages) > 3
+    assert all(len(x.text) <= 64 * 1024 for x in passages)
+    assert "\n".join(x.text for x in passages) == "\n".join(lines)
+    for x in passages:
+        n = int(x.where.removeprefix("line "))
+        assert x.text.split("\n", 1)[0] == lines[n - 1]
+
+
+def test_text_without_newlines_is_cut_between_words(tmp_path):
+    words = [f"w{i:06d}" for i in range(40000)]  # ~320 KB on one line
+    p = tmp_path / "one_line.txt"
+    p.write_text(" ".join(words))
+    passages = read_all(open_source(str(p)))
+    assert len(passages) > 3
+    assert [w for x in passages for w in x.text.split()] == words
+    assert all(x.where == "line 1" for x in passages)
+
+
+def test_text_leading_blank_lines_and_crlf(tmp_path):
+    p = tmp_path / "crlf.txt"
+    p.write_bytes(b"\r\n\r\nalpha\r\nbeta\r\n")
+    assert read_all(open_source(str(p))) == [Passage("alpha\nbeta", "line 3")]
+
+
+def test_utf8_bom_is_stripped_and_utf16_is_decoded(tmp_path):
+    p = tmp_path / "bom.txt"
+    p.write_bytes(codecs.BOM_UTF8 + "naïve café\n".encode())
+    assert read_all(open_source(str(p)))[0].text == "naïve café"
+    p16 = tmp_path / "utf16.txt"
+    p16.write_bytes("Grüße aus Köln\nzweite Zeile\n".encode("utf-16"))  # with BOM, full of NUL bytes
+    src = open_source(str(p16))
+    assert src.format == "text"
+    assert read_all(src)[0].text == "Grüße aus Köln\nzweite Zeile"
+
+
+def test_cp1252_fallback_on_first_block(tmp_path):
+    p = tmp_path / "legacy.txt"
+    p.write_bytes("caf\xe9 \x93quoted\x94\n".encode("latin-1"))
+    src = open_source(str(p))
+    assert read_all(src)[0].text == "café \u201cquoted\u201d"
+    assert any("cp1252" in w for w in src.warnings)
+
+
+def test_cp1252_fallback_mid_stream_keeps_the_valid_utf8_part():
+    head = ("ünïcode line\n" * 20000).encode()  # > one block of valid UTF-8
+    tail = b"price: 5\x80 only\n"  # \x80 is the euro sign in cp1252, invalid in UTF-8
+    src = open_source("-", stdin=io.BytesIO(head + tail))
+    text = "\n".join(x.text for x in read_all(src))
+    assert text.startswith("ünïcode line\nünïcode line")
+    assert text.endswith("price: 5€ only")
+    assert "\ufffd" not in text
+    assert any(f"byte {len(head) + 8} " in w for w in src.warnings)
+
+
+def test_stdin_text_size_and_hash_after_consumption():
+    data = b"alpha\nbeta\n"
+    src = open_source("-", stdin=io.BytesIO(data))
+    assert (src.format, src.path, src.size_bytes, src.content_hash) == ("text", "-", None, None)
+    assert read_all(src) == [Passage("alpha\nbeta", "line 1")]
+    assert src.size_bytes == len(data)
+    assert src.content_hash == hashlib.sha256(data).hexdigest()
+
+
+def test_passages_may_be_called_once():
+    src = open_source("-", stdin=io.BytesIO(b"x\n"))
+    read_all(src)
+    with pytest.raises(RuntimeError):
+        src.passages()
+
+
+def test_stdin_streams_a_large_input_in_blocks():
+    stream = GeneratedStream(numbered_lines(50 * 1024 * 1024))
+    src = open_source("-", stdin=stream)
+    count = 0
+    last = None
+    for passage in src.passages():
+        count += 1
+        last = passage
+    assert max(stream.requests) <= BLOCK_BYTES  # never asked for the whole input
+    assert src.size_bytes == stream.total >= 50 * 1024 * 1024
+    assert src.content_hash == stream.hasher.hexdigest()
+    assert count > 700
+    n_lines = stream.total // len("line 0000001 alpha beta gamma delta epsilon\n")
+    assert last.text.rsplit("\n", 1)[-1].startswith(f"line {n_lines:07d} ")
+
+
+def test_stdin_streaming_memory_stays_flat():
+    stream = GeneratedStream(numbered_lines(8 * 1024 * 1024, chunk_lines=200))
+    tracemalloc.start()
+    try:
+        src = open_source("-", stdin=stream)
+        for _ in src.passages():
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert src.size_bytes >= 8 * 1024 * 1024
+    assert peak < 2 * 1024 * 1024, f"peak {peak} bytes for an 8 MB stream"
+
+
+def test_short_reads_still_give_a_full_first_block():
+    class Dribble(GeneratedStream):
+        def readinto(self, b):
+            return super().readinto(memoryview(b)[:7])  # at most 7 bytes per read
+
+    src = open_source("-", stdin=Dribble([b"hello there, ", b"general kenobi\n"]))
+    assert read_all(src) == [Passage("hello there, general kenobi", "line 1")]
+
+
+# -------------------------------------------------------------------------------------------- html
+
+PAGE = b"""<!doctype html><html><head><title>T</title><style>p{color:red}</style>
+<script>var secret = 'TRACKER';</script></head>
+<body class="nav-open">
+<header><a href="/">Site name</a></header>
+<nav><a href="/a">Menu link</a></nav>
+<div role="navigation">Skip to content</div>
+<div class="cookie-banner">We use cookies</div>
+<div id="sidebar-left">Popular posts</div>
+<main>
+<p>Intro   text
+ before any heading.</p>
+<h1>Main Title</h1>
+<h2>First Part</h2>
+<p>Hello <b>big</b> <i>world</i>.<br>New line after br.</p>
+<ul><li>one</li><li>two</li></ul>
+<pre>keep   this
+   indented</pre>
+<article><header><h3>Article Heading</h3></header><p>Article body.</p></article>
+<p hidden>Hidden text</p>
+<table><tr><th>Name</th><th>Count</th></tr><tr><td>Puffin</td><td>412</td></tr></table>
+</main>
+<footer>Copyright notice</footer>
+<noscript>Enable JS</noscript>
+</body></html>"""
+
+
+def test_html_text_sections_and_boilerplate(tmp_path):
+    p = tmp_path / "page.html"
+    p.write_bytes(PAGE)
+    src = open_source(str(p))
+    assert src.format == "html" and src.units == {}
+    passages = read_all(src)
+    text = "\n".join(x.text for x in passages)
+    for junk in ("TRACKER", "color:red", "Site name", "Menu link", "Skip to content", "We use cookies",
+                 "Popular posts", "Hidden text", "Copyright notice", "Enable JS"):
+        assert junk not in text, junk
+    assert passages[0] == Passage("Intro text before any heading.", "")
+    first = next(x for x in passages if x.where == "§ First Part")
+    assert first.text.split("\n")[:6] == ["Main Title", "First Part", "Hello big world.", "New line after br.",
+                                           "one", "two"]
+    assert "keep   this\n   indented" in first.text
+    article = next(x for x in passages if x.where == "§ Article Heading")
+    assert article.text.split("\n")[:2] == ["Article Heading", "Article body."]
+    assert "Name | Count\nPuffin | 412" in article.text
+    assert src.content_hash == hashlib.sha256(PAGE).hexdigest()
+
+
+def test_html_charset_from_meta_and_cp1252_fallback():
+    page = b'<html><head><meta charset="windows-1252"></head><body><p>caf\xe9 \x80</p></body></html>'
+    assert read_all(open_source("-", stdin=io.BytesIO(page)))[0].text == "café €"
+    no_meta = b"<html><body><p>na\xefve</p></body></html>"
+    assert read_all(open_source("-", stdin=io.BytesIO(no_meta)))[0].text == "naïve"
+    utf8 = "<html><body><p>Grüße</p></body></html>".encode()
+    assert read_all(open_source("-", stdin=io.BytesIO(utf8)))[0].text == "Grüße"
+
+
+def test_html_converter_for_epub_keeps_asides_and_headers():
+    blocks = html_to_blocks("<body><header><h1>Ch 1</h1></header><aside>Box text</aside><p>a <em>b</em></p></body>",
+                            web=False)
+    assert [(b.text, b.heading) for b in blocks] == [("Ch 1", 1), ("Box text", 0), ("a b", 0)]
+
+
+def test_html_without_text_is_an_error(tmp_path):
+    p = tmp_path / "empty.html"
+    p.write_text("<html><head><title>x</title><script>var a=1;</script></head><body><nav>Home</nav></body></html>")
+    with pytest.raises(InputError, match="no readable text"):
+        open_source(str(p))
+
+
+def test_deeply_nested_html_does_not_recurse():
+    markup = "<div>" * 5000 + "deep text" + "</div>" * 5000
+    assert [b.text for b in html_to_blocks(markup)] == ["deep text"]
+
+
+# --------------------------------------------------------------------------------------------- pdf
+
+
+def test_pdf_text_labels_and_outline(tmp_path):
+    data = make_pdf(
+        [["Preface text."], ["Contents page."], ["Alpha chapter starts."], ["Alpha continues."], ["Beta text."]],
+        labels=[(0, 1, "/r", 1), (2, 4, "/D", 1)],
+        outline=[("Chapter A", 2, None), ("Section A.1", 3, 0), ("Chapter B", 4, None)],
+    )
+    p = tmp_path / "book.pdf"
+    p.write_bytes(data)
+    src = open_source(str(p))
+    assert src.format == "pdf" and src.units == {"pages": 5} and src.size_bytes == len(data)
+    assert [(x.where, x.text) for x in read_all(src)] == [
+        ("p. i", "Preface text."),
+        ("p. ii", "Contents page."),
+        ("p. 1 · Chapter A", "Alpha chapter starts."),
+        ("p. 2 · Section A.1", "Alpha continues."),
+        ("p. 3 · Chapter B", "Beta text."),
+    ]
+    assert src.warnings == []
+    assert src.content_hash == hashlib.sha256(data).hexdigest()
+
+
+def test_pdf_without_labels_uses_page_numbers_and_warns_about_empty_pages(tmp_path):
+    p = tmp_path / "scan.pdf"
+    p.write_bytes(make_pdf([["one"], [], ["three"], []]))
+    src = open_source(str(p))
+    assert [(x.where, x.text) for x in read_all(src)] == [("p. 1", "one"), ("p. 3", "three")]
+    assert src.warnings == ["pages 2, 4 have no text (scanned?)"]
+
+
+def test_pdf_with_no_text_at_all(tmp_path):
+    p = tmp_path / "blank.pdf"
+    p.write_bytes(make_pdf([[], []]))
+    src = open_source(str(p))
+    with pytest.raises(InputError, match="no extractable text; is it a scan"):
+        read_all(src)
+    assert src.warnings == ["pages 1, 2 have no text (scanned?)"]
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.95])
+def test_truncated_pdf(tmp_path, cut):
+    data = make_pdf([["Some text here."], ["More text."]])
+    p = tmp_path / "broken.pdf"
+    p.write_bytes(data[: int(len(data) * cut)])
+    with pytest.raises(InputError, match=r"broken\.pdf is not a readable PDF") as e:
+        read_all(open_source(str(p)))
+    assert "\n" not in str(e.value)
+
+
+def test_repairable_pdf_is_read_with_a_warning(tmp_path):
+    data = make_pdf([["Repaired text."]])
+    at = data.rindex(b"startxref")
+    p = tmp_path / "bad_xref.pdf"
+    p.write_bytes(data[:at] + re.sub(rb"startxref\s+\d+", b"startxref\n99", data[at:]))
+    src = open_source(str(p))
+    assert [x.text for x in read_all(src)] == ["Repaired text."]
+    assert len(src.warnings) == 1 and src.warnings[0].startswith("the file looks damaged")
+
+
+def test_garbage_with_pdf_extension(tmp_path):
+    p = tmp_path / "fake.pdf"
+    p.write_text("this is not a pdf at all\n")
+    with pytest.raises(InputError, match="not a readable PDF"):
+        open_source(str(p))
+
+
+def test_encrypted_pdf_with_password(tmp_path):
+    p = tmp_path / "locked.pdf"
+    p.write_bytes(make_pdf([["Top secret."]], encrypt={"user_password": "secret"}))
+    with pytest.raises(InputError, match=r"locked\.pdf is encrypted \(password required\)"):
+        open_source(str(p))
+
+
+def test_encrypted_pdf_with_empty_user_password_is_read(tmp_path):
+    p = tmp_path / "owner_only.pdf"
+    p.write_bytes(make_pdf([["Readable anyway."]], encrypt={"user_password": "", "owner_password": "owner"}))
+    assert [x.text for x in read_all(open_source(str(p)))] == ["Readable anyway."]
+
+
+def test_pdf_cipher_needing_cryptography_gives_a_clear_error():
+    class FakeReader:
+        def decrypt(self, password):
+            raise DependencyError("cryptography>=3.1 is required for AES algorithm")
+
+    with pytest.raises(InputError, match="cryptography"):
+        PdfSource._decrypt(FakeReader(), "aes.pdf")
+
+
+def test_pdf_on_stdin_is_spooled():
+    data = make_pdf([["From a pipe."]])
+    src = open_source("-", stdin=io.BytesIO(data))
+    assert src.format == "pdf" and src.size_bytes == len(data)
+    assert read_all(src) == [Passage("From a pipe.", "p. 1")]
+    assert src.content_hash == hashlib.sha256(data).hexdigest()
+
+
+def test_ligature_and_hyphenation_repair():
+    assert repair_ligatures("ﬁne ﬂow oﬀ oﬃce baﬄe ﬅop ﬆar") == "fine flow off office baffle stop star"
+    assert repair_hyphenation("infor-\nmation") == "information"
+    assert repair_hyphenation("the infor-\n  mation age\nnext") == "the information age\nnext"
+    assert repair_hyphenation("Smith-\nJones") == "Smith-\nJones"  # next line starts uppercase
+    assert repair_hyphenation("pages 2-\n3") == "pages 2-\n3"  # not letters
+    assert repair_hyphenation("a list:\n-\nitem") == "a list:\n-\nitem"
+    assert repair_hyphenation("infor-\n\nmation") == "infor-\n\nmation"  # paragraph break, not a line end
+    assert repair_hyphenation("infor-  \nmation") == "infor-  \nmation"  # raw text: whitespace is cleaned first
+    assert clean_extracted_text("The  ﬁrm's infor-  \nmation\n\n\n\nNext\tpara ") == "The firm's information\n\nNext para"
+
+
+def test_split_text_respects_boundaries():
+    text = "\n\n".join("para %d " % i + "word " * 50 for i in range(100))
+    pieces = split_text(text, limit=1000)
+    assert all(len(x) <= 1000 for x in pieces)
+    assert [w for x in pieces for w in x.split()] == text.split()
+
+
+# -------------------------------------------------------------------------------------------- epub
+
+
+def test_epub_chapters_titles_and_nonlinear(tmp_path):
+    data = make_epub(
+        [
+            ("c1.xhtml", "<h1>One</h1><p>First chapter text.</p>", "The Beginning"),
+            ("c2.xhtml", "<h2>Heading Two</h2><p>Second <b>chapter</b> text.</p>", None),  # not in the TOC
+            ("c3.xhtml", "<p>Third chapter, no heading.</p>", None),
+        ],
+        nonlinear=("notes.xhtml", "<p>NONLINEAR SECRET</p>"),
+    )
+    p = tmp_path / "book.epub"
+    p.write_bytes(data)
+    src = open_source(str(p))
+    assert src.format == "epub"
+    passages = read_all(src)
+    assert [(x.where, x.text) for x in passages] == [
+        ("ch. 1 · The Beginning", "One\nFirst chapter text."),
+        ("ch. 2 · Heading Two", "Heading Two\nSecond chapter text."),
+        ("ch. 3", "Third chapter, no heading."),
+    ]
+    assert src.units == {"chapters": 3}
+    assert src.content_hash == hashlib.sha256(data).hexdigest()
+
+
+def test_epub2_titles_from_ncx(tmp_path):
+    p = tmp_path / "old.epub"
+    p.write_bytes(make_epub([("a.xhtml", "<p>Alpha.</p>", "Part Alpha"), ("b.xhtml", "<p>Beta.</p>", "Part Beta")],
+                            nav=False))
+    assert [x.where for x in read_all(open_source(str(p)))] == ["ch. 1 · Part Alpha", "ch. 2 · Part Beta"]
+
+
+def test_epub_on_stdin():
+    data = make_epub([("a.xhtml", "<p>Piped chapter.</p>", "Only")])
+    src = open_source("-", stdin=io.BytesIO(data))
+    assert src.format == "epub" and src.size_bytes == len(data)
+    assert read_all(src) == [Passage("Piped chapter.", "ch. 1 · Only")]
+
+
+def test_not_an_epub_zip(tmp_path):
+    p = tmp_path / "fake.epub"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("hello.txt", "not a book")
+    with pytest.raises(InputError, match=r"fake\.epub is not a readable EPUB"):
+        open_source(str(p))
+    q = tmp_path / "text.epub"
+    q.write_text("plain text, not even a zip")
+    with pytest.raises(InputError, match=r"text\.epub is not a readable EPUB \(not a zip archive\)"):
+        open_source(str(q))
+
+
+# ---------------------------------------------------------------------------------------- sniffing
+
+
+def test_format_from_magic():
+    assert format_from_magic(b"%PDF-1.7\n...") == "pdf"
+    assert format_from_magic(b"\n\n%PDF-1.4") == "pdf"
+    assert format_from_magic(b"\x00" * 128 + b"%PDF-1.4") == "pdf"
+    assert format_from_magic(b"Notes on the %PDF-1.7 header") is None
+    epub_head = make_epub([("a.xhtml", "<p>x</p>", "A")])[:200]
+    assert format_from_magic(epub_head) == "epub"
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("a.txt", "x")
+    assert format_from_magic(zipped.getvalue()) is None
+    assert format_from_magic(b"  \n<!DOCTYPE html><html>") == "html"
+    assert format_from_magic(codecs.BOM_UTF8 + b"<html lang='en'>") == "html"
+    assert format_from_magic(b"<?xml version='1.0'?>\n<html xmlns='http://www.w3.org/1999/xhtml'>") == "html"
+    assert format_from_magic(b"<!-- saved page -->\n<body><p>x</p></body>") == "html"
+    assert format_from_magic("<html><body>hi</body></html>".encode("utf-16")) == "html"
+    assert format_from_magic(b"# Notes\nUse <body> in your page.") is None
+    assert format_from_magic(b"plain text") is None
+
+
+def test_format_from_extension_and_fallback():
+    assert format_from_extension("a/b/Book.PDF") == "pdf"
+    assert format_from_extension("x.epub") == "epub"
+    assert {format_from_extension(f"x.{e}") for e in ("html", "htm", "xhtml")} == {"html"}
+    assert {format_from_extension(f"x.{e}") for e in ("txt", "md", "log", "csv", "rst")} == {"text"}
+    assert format_from_extension("x.unknown") is None
+    assert sniff_format(b"hello", "notes.unknown") == "text"
+    assert sniff_format(b"%PDF-1.4", "misnamed.txt") == "pdf"
+
+
+def test_open_source_sniffs_by_magic_over_extension(tmp_path):
+    pdf = tmp_path / "really_a_pdf.txt"
+    pdf.write_bytes(make_pdf([["Magic wins."]]))
+    assert open_source(str(pdf)).format == "pdf"
+    html = tmp_path / "page.dat"
+    html.write_text("<!doctype html><p>Hi</p>")
+    assert open_source(str(html)).format == "html"
+    md = tmp_path / "readme.md"
+    md.write_text("# Title\n\nSome <b>markdown</b>.\n")
+    assert open_source(str(md)).format == "text"
+
+
+def test_explicit_format_overrides_sniffing(tmp_path):
+    p = tmp_path / "page.html"
+    p.write_text("<html><body><p>Tagged</p></body></html>\n")
+    src = open_source(str(p), format="text")
+    assert src.format == "text"
+    assert read_all(src)[0].text == "<html><body><p>Tagged</p></body></html>"
+    assert open_source(str(p), format="txt").format == "text"
+    with pytest.raises(InputError, match="unknown document format"):
+        open_source(str(p), format="docx")
+
+
+# ------------------------------------------------------------------------------------- bad inputs
+
+
+def test_empty_and_whitespace_only(tmp_path):
+    p = tmp_path / "empty.txt"
+    p.write_bytes(b"")
+    with pytest.raises(InputError, match=r"empty\.txt is empty"):
+        open_source(str(p))
+    w = tmp_path / "blank.txt"
+    w.write_bytes(b"  \n\n\t \n")
+    with pytest.raises(InputError, match=r"blank\.txt is empty"):
+        read_all(open_source(str(w)))
+    with pytest.raises(InputError, match="stdin is empty"):
+        open_source("-", stdin=io.BytesIO(b""))
+
+
+def test_binary_file_and_binary_stdin(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
+    p = tmp_path / "image.png"
+    p.write_bytes(png)
+    with pytest.raises(InputError, match=r"image\.png looks like binary data, not text"):
+        open_source(str(p))
+    with pytest.raises(InputError, match="stdin looks like binary data, not text"):
+        open_source("-", stdin=io.BytesIO(png))
+    stream = GeneratedStream([b"\x01\x02\x03junk" * 1000] * 100)
+    with pytest.raises(InputError, match="binary"):
+        open_source("-", stdin=stream)
+    assert stream.total <= BLOCK_BYTES  # refused after the first block
+
+
+def test_looks_binary_thresholds():
+    assert not looks_binary(b"plain text\twith tabs\r\n and \x1b[31mcolour\x1b[0m\n")
+    assert looks_binary(b"text\x00with a nul")
+    assert looks_binary(bytes(range(1, 32)) * 10)
+    assert not looks_binary("ünïcödé ✓".encode() * 100)
+
+
+def test_missing_file_and_directory(tmp_path):
+    missing = tmp_path / "nope.pdf"
+    with pytest.raises(InputError, match=r"nope\.pdf: no such file"):
+        open_source(str(missing))
+    with pytest.raises(InputError, match="is a directory"):
+        open_source(str(tmp_path))
+
+
+def test_permission_denied(tmp_path, monkeypatch):
+    p = tmp_path / "secret.txt"
+    p.write_text("hidden\n")
+    real_open = open
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file) == str(p):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", guarded_open)
+    with pytest.raises(InputError, match=r"secret\.txt: permission denied"):
+        open_source(str(p))
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read anything")
+def test_permission_denied_for_real(tmp_path):
+    p = tmp_path / "locked.txt"
+    p.write_text("hidden\n")
+    p.chmod(0)
+    try:
+        with pytest.raises(InputError, match="permission denied"):
+            open_source(str(p))
+    finally:
+        p.chmod(0o644)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or sys.platform == "win32", reason="needs named pipes")
+def test_named_pipe_is_streamed(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def writer():
+        with open(fifo, "wb") as f:
+            f.write(b"through a fifo\n")
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    src = open_source(str(fifo))
+    assert src.format == "text" and src.size_bytes is None
+    assert read_all(src) == [Passage("through a fifo", "line 1")]
+    assert src.size_bytes == 15
+    t.join(5)
