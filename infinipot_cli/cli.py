@@ -151,10 +151,14 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
     # Open every source before loading the model: bad input fails fast.
     opened = [open_source(p, o.format) for p in sources]
 
-    mode = "quiet" if (o.quiet or o.json_out and not sys.stderr.isatty()) else "auto"
-    if o.quiet:
-        mode = "quiet"
-    display = Display(mode=mode, stream=sys.stderr)
+    display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
+
+    def warn(text: str) -> None:
+        """Warnings reach stderr even with -q (which silences only the progress display)."""
+        if display.mode == "quiet":
+            sys.stderr.write(f"infinipot: warning: {text}\n")
+        else:
+            display.message(f"warning: {text}", style="warning")
     t_start = time.perf_counter()
     with display:
         from .model import fingerprint, load_model
@@ -180,9 +184,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             engine.on_event = display.on_event
             engine.t0 = time.perf_counter()
             if kind == "ask":
-                warn = question_mismatch(meta_in, question or "")
-                if warn:
-                    display.message(warn, style="warning")
+                warn_text = question_mismatch(meta_in, question or "")
+                if warn_text:
+                    warn(warn_text)
             if sources:
                 engine.set_catalyst(cat_ids)
             for r in meta_in.get("sources", []):
@@ -199,10 +203,11 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         def save(stopped: bool = False) -> None:
             from .potfile import save_pot
 
-            meta = {"sources": [r.as_json() for r in records], "model": lm.name,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    "catalyst_kind": cat_kind if sources or not o.load_pot else meta_in.get("catalyst_kind"),
-                    "catalyst_text": cat_text if sources or not o.load_pot else meta_in.get("catalyst_text")}
+            if sources or not o.load_pot:
+                catalyst = {"kind": cat_kind, "text": cat_text}
+            else:
+                catalyst = meta_in.get("catalyst") or {"kind": "general", "text": None}
+            meta = {"sources": [r.as_json() for r in records], "model": lm.name, "catalyst": catalyst}
             n = save_pot(o.save_pot, engine, meta)
             display.message(f"{'partial ' if stopped else ''}pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
 
@@ -214,7 +219,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                 prev = _previous_record(records, src)
                 if prev is not None:
                     if prev.stopped_at is None:
-                        display.message(f"{src.path} is already in the pot; not reading it again", style="warning")
+                        warn(f"{src.path} is already in the pot; not reading it again")
                         continue
                     skip = prev.stopped_at
                     records.remove(prev)
@@ -224,7 +229,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                 display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
                 read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip)
                 for w in getattr(src, "warnings", []):
-                    display.message(f"{src.name}: {w}", style="warning")
+                    warn(f"{src.name}: {w}")
         except KeyboardInterrupt:
             if o.save_pot:
                 save(stopped=True)
@@ -232,8 +237,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             raise
         read_s = time.perf_counter() - t_read
         if engine.cfg.method == "full" and len(engine.pot) > _window(lm.model):
-            display.message(f"the document ({len(engine.pot)} tokens) is longer than the model's window "
-                            f"({_window(lm.model)}); --method full reads it anyway", style="warning")
+            warn(f"the document ({len(engine.pot)} tokens) is longer than the model's window "
+                 f"({_window(lm.model)}); --method full reads it anyway")
         if o.save_pot:
             save()
 

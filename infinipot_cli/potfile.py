@@ -97,7 +97,9 @@ def weights_probe(model: torch.nn.Module) -> list[float]:
     out: list[float] = []
     for i in sorted({0, len(mats) // 2, len(mats) - 1}):
         flat = mats[i].detach().reshape(-1)
-        idx = torch.linspace(0, flat.numel() - 1, _PROBE_PER_PARAM).round().long().to(flat.device)
+        n = _PROBE_PER_PARAM
+        # integer spacing: float32 linspace rounds past the end for large matrices
+        idx = ((torch.arange(n, dtype=torch.long) * (flat.numel() - 1)) // max(1, n - 1)).to(flat.device)
         out.extend(float(x) for x in flat.index_select(0, idx).float().cpu())
     return out
 

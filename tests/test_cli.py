@@ -1,0 +1,149 @@
+"""The `infinipot` command: commands, formats, stdin, --json schema, stdout/stderr split, exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from infinipot_cli.cli import app
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLES = os.path.join(ROOT, "sample_docs")
+CLI = [sys.executable, "-m", "infinipot_cli.cli"]
+FAST = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "24", "-q"]
+
+
+def runner():
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 keeps stderr apart by default
+        return CliRunner()
+
+
+def invoke(args, input=None):
+    return runner().invoke(app, args, input=input)
+
+
+# ---- usage and bad input: exit 2 and one line on stderr, before any model is loaded -----------------
+
+@pytest.mark.parametrize("args", [
+    ["ask"],
+    ["ask", "a", "b", "c"],
+    ["ask", "x.txt", "q", "--method", "nope"],
+    ["ask", "x.txt", "q", "--format", "docx"],
+    ["read", os.path.join(SAMPLES, "lighthouse.txt")],  # read needs --save-pot
+    ["summarize", "--max-new-tokens", "0", os.path.join(SAMPLES, "lighthouse.txt")],
+])
+def test_usage_errors_exit_2(args):
+    r = invoke(args)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in (r.stderr or "")
+
+
+def _bad_input(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+@pytest.mark.parametrize("name,data,words", [
+    ("empty.txt", b"", "empty"),
+    ("blob.bin", bytes(range(256)) * 64, "binary"),
+    ("broken.pdf", b"%PDF-1.7\n1 0 obj <<", "pdf"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, name, data, words):
+    path = _bad_input(tmp_path, name, data)
+    r = invoke(["ask", path, "what?", "-q"])
+    assert r.exit_code == 2
+    err = r.stderr.strip()
+    assert err.startswith("infinipot: error:") and len(err.splitlines()) == 1, err
+    assert words in err.lower()
+    assert r.stdout == ""
+
+
+def test_missing_file(tmp_path):
+    r = invoke(["summarize", str(tmp_path / "nope.pdf"), "-q"])
+    assert r.exit_code == 2 and "nope.pdf" in r.stderr
+
+
+def test_binary_stdin_refused():
+    p = subprocess.run(CLI + ["ask", "-", "what?", "-q"], input=b"\x00\x01\x02" * 5000, capture_output=True)
+    assert p.returncode == 2
+    assert b"binary" in p.stderr and b"Traceback" not in p.stderr and p.stdout == b""
+
+
+def test_missing_model_is_one_line_exit_1(tmp_path):
+    r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "q", "-q", "-m", str(tmp_path / "no-model")])
+    assert r.exit_code == 1
+    assert "not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# ---- real runs on the built-in model ---------------------------------------------------------------
+
+def test_ask_text_json_schema(builtin):
+    r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "What was the keeper's cat called?", "--json"] + FAST)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)  # exactly one JSON object, nothing else on stdout
+    for k in ("answer", "model", "method", "tokens_read", "sources", "pot", "timings"):
+        assert k in out
+    assert out["method"] == "infinipot" and out["tokens_read"] > 2000
+    pot = out["pot"]
+    for k in ("size", "keep", "entries", "peak_entries", "cycles", "kv_bytes"):
+        assert k in pot
+    assert pot["peak_entries"] <= pot["size"] == 512 and pot["cycles"] >= 5
+    for k in ("load_s", "read_s", "distill_s", "answer_s"):
+        assert out["timings"][k] >= 0
+    src = out["sources"][0]
+    assert src["format"] == "text" and src["tokens"] == out["tokens_read"] and src["path"].endswith("lighthouse.txt")
+
+
+@pytest.mark.parametrize("doc,fmt,unit", [("manual.pdf", "pdf", "pages"), ("guide.epub", "epub", "chapters"),
+                                          ("report.html", "html", None)])
+def test_formats(builtin, doc, fmt, unit):
+    r = invoke(["summarize", os.path.join(SAMPLES, doc), "--json", "--max-new-tokens", "8", "-q"])
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    src = out["sources"][0]
+    assert src["format"] == fmt and src["tokens"] > 100
+    if unit:
+        assert src[unit] >= 3
+    assert out["answer"]
+
+
+def test_answer_streams_to_stdout_only(builtin):
+    """Plain run in a subprocess: the answer alone on stdout, progress lines on stderr."""
+    p = subprocess.run(CLI + ["ask", os.path.join(SAMPLES, "report.html"), "How many puffins did the survey count?",
+                              "--max-new-tokens", "40"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "412" in p.stdout
+    assert "tok" in p.stderr  # the plain progress / summary lines
+    assert "pot" not in p.stdout.lower()
+
+
+def test_stdin_and_multiple_inputs(builtin):
+    text = open(os.path.join(SAMPLES, "lighthouse.txt"), encoding="utf-8").read()
+    p = subprocess.run(CLI + ["ask", "-i", "-", "-i", os.path.join(SAMPLES, "report.html"), "--json"] + FAST
+                       + ["Who led the survey?"], input=text, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert [s["path"] for s in out["sources"]][0] == "-"
+    assert len(out["sources"]) == 2 and out["tokens_read"] == sum(s["tokens"] for s in out["sources"])
+    # piped stdin without a SOURCE argument
+    p2 = subprocess.run(CLI + ["summarize", "--json", "--max-new-tokens", "8", "-q"], input="A short note about "
+                        "the harbour. " * 40, capture_output=True, text=True)
+    assert p2.returncode == 0, p2.stderr
+    assert json.loads(p2.stdout)["sources"][0]["path"] == "-"
+
+
+@pytest.mark.parametrize("method", ["streaming", "truncate", "sirllm", "cap", "tova", "h2o", "snapkv", "full"])
+def test_every_method_runs(builtin, method):
+    r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "Who kept the lighthouse?", "--json", "--method", method]
+               + FAST)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["method"] == method
+    if method not in ("full", "snapkv"):
+        assert out["pot"]["peak_entries"] <= 512

@@ -1,0 +1,87 @@
+"""Pots through the CLI: save/load gives the same answer, interrupted reads resume, inspect, warnings."""
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from infinipot_cli import engine as engine_mod
+from infinipot_cli.cli import app
+
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
+STORY = os.path.join(SAMPLES, "lighthouse.txt")
+FAST = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "16", "-q", "--json"]
+
+
+def invoke(args):
+    return CliRunner().invoke(app, args)
+
+
+def test_load_pot_answers_exactly_as_in_process(builtin, tmp_path):
+    pot = str(tmp_path / "story.pot")
+    q = "How many steps lead to the lamp room?"
+    first = invoke(["ask", STORY, q, "--save-pot", pot] + FAST)
+    assert first.exit_code == 0, first.stderr
+    again = invoke(["ask", "--load-pot", pot, q] + FAST)
+    assert again.exit_code == 0, again.stderr
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["answer"] == b["answer"] and a["answer"]
+    assert b["tokens_read"] == a["tokens_read"] and b["pot"]["cycles"] == a["pot"]["cycles"]
+    # asking another question of a CaP-Q pot warns
+    other = invoke(["ask", "--load-pot", pot, "Who kept the lighthouse?", "--pot-size", "512", "--json"])
+    assert other.exit_code == 0
+    assert "another question" in other.stderr or "distilled for" in other.stderr
+    # inspect
+    ins = invoke(["inspect", pot, "--json"])
+    assert ins.exit_code == 0, ins.stderr
+    info = json.loads(ins.stdout)
+    assert info["tokens_read"] == a["tokens_read"]
+    text = " ".join(p.get("text", "") for p in info["passages"])
+    assert len(text) > 100
+
+
+def test_interrupted_read_saves_and_resumes(builtin, tmp_path, monkeypatch):
+    full = str(tmp_path / "full.pot")
+    r = invoke(["read", STORY, "--save-pot", full] + FAST)
+    assert r.exit_code == 0, r.stderr
+    whole = json.loads(r.stdout)
+
+    part = str(tmp_path / "part.pot")
+    calls = {"n": 0}
+    real_feed = engine_mod.Engine.feed
+
+    def flaky_feed(self, ids, where=""):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real_feed(self, ids, where)
+
+    monkeypatch.setattr(engine_mod.Engine, "feed", flaky_feed)
+    r = invoke(["read", STORY, "--save-pot", part] + FAST)
+    assert r.exit_code == 130
+    assert os.path.exists(part)
+    monkeypatch.setattr(engine_mod.Engine, "feed", real_feed)
+
+    ins = json.loads(invoke(["inspect", part, "--json"]).stdout)
+    src = ins["sources"][0]
+    assert src["stopped_at"] is not None and 0 < src["stopped_at"] < whole["tokens_read"]
+
+    resumed = str(tmp_path / "resumed.pot")
+    r = invoke(["read", "--load-pot", part, STORY, "--save-pot", resumed] + FAST)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["tokens_read"] == whole["tokens_read"]
+    assert out["sources"][0]["stopped_at"] is None
+    # reading the same source again into a complete pot is skipped with a warning
+    r = invoke(["read", "--load-pot", resumed, STORY, "--save-pot", resumed] + FAST)
+    assert r.exit_code == 0 and "already in the pot" in r.stderr
+
+
+def test_bad_pot_file_exit_2(tmp_path):
+    bad = tmp_path / "bad.pot"
+    bad.write_bytes(b"not a pot at all")
+    r = invoke(["ask", "--load-pot", str(bad), "q", "-q"])
+    assert r.exit_code == 2 and "infinipot: error:" in r.stderr
+    r = invoke(["inspect", str(bad)])
+    assert r.exit_code == 2
