@@ -283,6 +283,7 @@ class Engine:
         t0 = time.perf_counter()
         pot, pol, cfg = self.pot, self.policy, self.cfg
         F = len(prompt_ids)
+        self._emit("answer")
         if cfg.bounded:
             limit = cfg.size - F - max_new_tokens
             if limit <= pot.n_pinned + 16:
@@ -294,7 +295,6 @@ class Engine:
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
             self._final_distill(prompt_ids, cfg.keep)
         base = len(pot)
-        self._emit("answer")
         x = torch.tensor([prompt_ids], device=self.device)
         out = self.model.model(input_ids=x, past_key_values=pot.cache, use_cache=True)
         pot.note_peak()
