@@ -1,0 +1,1 @@
+"""Benchmarks: `infinipot bench needle` and `infinipot bench speed` (see README.md here)."""

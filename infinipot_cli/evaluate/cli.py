@@ -1,0 +1,201 @@
+"""`infinipot bench`: needle-in-a-haystack accuracy and read speed / memory (issue #5).
+
+    infinipot bench needle --lengths 4k,16k,64k --depths 0.1,0.5,0.9 --methods infinipot,streaming
+    infinipot bench speed  --lengths 2k,8k,32k --methods infinipot,plain,prefill
+
+Tables go to stdout; progress (tokens, tok/s, ETA) to stderr; JSON and PNG files to --out.
+The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import InfinipotError, UsageError
+from ..scoring.policies import METHODS
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Benchmarks: needle-in-a-haystack accuracy (paper Table 4 / Figure 5) and read speed and memory (Figure 7).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+ModelOpt = typer.Option(None, "--model", "-m", envvar="INFINIPOT_MODEL",
+                        help="Model: a local folder or a cached Hugging Face id (default: the built-in SmolLM2-135M).")
+DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto (default: auto).")
+DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
+ChunkOpt = typer.Option(1024, "--chunk", min=1, help="Most tokens per forward pass.")
+PotOpt = typer.Option(2048, "--pot-size", "-M", min=1, help="Pot size M: KV entries per (layer, head).")
+KeepOpt = typer.Option(1024, "--keep", "-C", min=1, help="Entries kept by a distillation (C < M).")
+HaystackOpt = typer.Option(None, "--haystack", help="A text file to use as the haystack (repeated as needed); "
+                                                    "default: built-in varied prose.")
+ThreadsOpt = typer.Option(None, "--threads", min=1, help="torch CPU threads (default: torch's choice).")
+SeedOpt = typer.Option(0, "--seed", help="Seed for haystacks and needles.")
+
+
+def _fail(e: InfinipotError) -> None:
+    typer.echo(f"error: {e}", err=True)
+    raise typer.Exit(e.exit_code)
+
+
+def _check_pot(pot_size: int, keep: int, chunk: int) -> None:
+    if keep >= pot_size:
+        raise UsageError(f"--keep ({keep}) must be smaller than --pot-size ({pot_size})")
+    if chunk < 1:
+        raise UsageError("--chunk must be positive")
+
+
+def _load(model, device, dtype, threads):
+    import torch
+
+    from ..model import load_model
+
+    if threads:
+        torch.set_num_threads(threads)
+    return load_model(model, device, dtype, progress=lambda m: typer.echo(m, err=True))
+
+
+@bench_app.command("needle")
+def needle_cmd(
+    lengths: str = typer.Option("4k,8k,16k", "--lengths", "-l", help="Haystack lengths in tokens: 4k,16k,64k,256k,1m."),
+    depths: str = typer.Option("0.1,0.5,0.9", "--depths", "-d", help="Needle depths (0 = start, 1 = end)."),
+    trials: int = typer.Option(1, "--trials", "-t", min=1, help="Trials per (length, depth); each draws a new needle."),
+    methods: str = typer.Option("infinipot", "--methods", help=f"Comma-separated: {', '.join(METHODS)}."),
+    pot_size: int = PotOpt,
+    keep: int = KeepOpt,
+    chunk: int = ChunkOpt,
+    model: Optional[str] = ModelOpt,
+    device: Optional[str] = DeviceOpt,
+    dtype: Optional[str] = DtypeOpt,
+    haystack: Optional[Path] = HaystackOpt,
+    kinds: str = typer.Option("all", "--kinds", help="Needle kinds, rotated over cells: passkey (the paper's task), "
+                                                     "name, fact, or all."),
+    needle: Optional[str] = typer.Option(None, "--needle", help="Your own needle sentence (with --question and --expect)."),
+    question: Optional[str] = typer.Option(None, "--question", help="The question that asks for your needle."),
+    expect: Optional[str] = typer.Option(None, "--expect", help="Correct = this string appears in the answer (any case)."),
+    answer_prefix: Optional[str] = typer.Option(None, "--answer-prefix", help="Start of the answer for your needle, "
+                                                                              "e.g. 'The pass key is'."),
+    max_new_tokens: int = typer.Option(16, "--max-new-tokens", min=1, help="Answer length limit."),
+    seed: int = SeedOpt,
+    threads: Optional[int] = ThreadsOpt,
+    out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Needle in a haystack: accuracy per method x length x depth; JSON of every trial; a heatmap per method."""
+    from . import plots, report
+    from .needle import NeedleConfig, run_needle, summarize
+    from .needles import custom_needle, parse_kinds
+    from .progress import Progress
+
+    try:
+        cfg = NeedleConfig(methods=report.parse_methods(methods, METHODS), lengths=report.parse_lengths(lengths),
+                           depths=report.parse_depths(depths), trials=trials, pot_size=pot_size, keep=keep,
+                           chunk=chunk, kinds=parse_kinds(kinds),
+                           needle=custom_needle(needle, question, expect, answer_prefix),
+                           haystack=str(haystack) if haystack else None, seed=seed, max_new_tokens=max_new_tokens)
+        _check_pot(pot_size, keep, chunk)
+        if haystack is not None and not haystack.is_file():
+            raise UsageError(f"--haystack {haystack}: no such file")
+        lm = _load(model, device, dtype, threads)
+        total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods)
+        progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods), enabled=not quiet)
+        if not quiet:
+            typer.echo(f"needle: {total} runs, {lm.name} on {lm.device}, pot {pot_size}/{keep}", err=True)
+        out.mkdir(parents=True, exist_ok=True)
+        trials_done: list[dict] = []
+        t0 = time.perf_counter()
+
+        def doc(done: bool) -> dict:
+            return {"command": "needle", "model": lm.name, "device": str(lm.device),
+                    "dtype": str(lm.dtype).removeprefix("torch."), "config": cfg.describe(), "complete": done,
+                    "elapsed_s": round(time.perf_counter() - t0, 2), "summary": summarize(trials_done),
+                    "trials": trials_done}
+
+        def on_trial(rec: dict) -> None:  # rewrite the JSON after every trial: long runs keep partial results
+            trials_done.append(rec)
+            report.write_json(out / "needle.json", doc(False))
+
+        run_needle(lm, cfg, progress, on_trial)
+        summary = summarize(trials_done)
+        report.write_json(out / "needle.json", doc(True))
+        pngs = [plots.needle_heatmap(summary, m, cfg.lengths, cfg.depths, out / f"needle-{m}.png",
+                                     title=f"{m} (M={pot_size}, C={keep})\n{lm.name}") for m in cfg.methods]
+    except InfinipotError as e:
+        _fail(e)
+        return
+    con = report.console()
+    con.print(report.needle_table(summary, cfg.depths))
+    con.print(f"trials: {out / 'needle.json'}")
+    for p in pngs:
+        con.print(f"heatmap: {p}")
+
+
+@bench_app.command("speed")
+def speed_cmd(
+    lengths: str = typer.Option("2k,8k,32k", "--lengths", "-l", help="Document lengths in tokens: 2k,8k,32k,128k."),
+    methods: str = typer.Option("infinipot,plain,prefill", "--methods",
+                                help=f"Comma-separated: {', '.join(METHODS)}, plain, prefill, streaming-tbt."),
+    pot_size: int = PotOpt,
+    keep: int = KeepOpt,
+    chunk: int = ChunkOpt,
+    model: Optional[str] = ModelOpt,
+    device: Optional[str] = DeviceOpt,
+    dtype: Optional[str] = DtypeOpt,
+    haystack: Optional[Path] = HaystackOpt,
+    gen_tokens: int = typer.Option(16, "--gen-tokens", min=1, help="Tokens generated after reading (TTFT, decode speed)."),
+    seed: int = SeedOpt,
+    threads: Optional[int] = ThreadsOpt,
+    out: Path = typer.Option(Path("bench-results/speed"), "--out", "-o", help="Folder for speed.json and speed.png."),
+) -> None:
+    """Read throughput, time split, peak RSS and KV bytes per length; one fresh process per (method, length)."""
+    from . import plots, report
+    from .speed import SPEED_METHODS, SpeedConfig, run_speed
+
+    try:
+        cfg = SpeedConfig(methods=report.parse_methods(methods, SPEED_METHODS), lengths=report.parse_lengths(lengths),
+                          pot_size=pot_size, keep=keep, chunk=chunk, model=model, device=device, dtype=dtype,
+                          haystack=str(haystack) if haystack else None, seed=seed, gen_tokens=gen_tokens,
+                          threads=threads)
+        _check_pot(pot_size, keep, chunk)
+        if haystack is not None and not haystack.is_file():
+            raise UsageError(f"--haystack {haystack}: no such file")
+        from ..model import pick_device, pick_dtype, resolve_model_path
+
+        pick_dtype(dtype, pick_device(device))  # bad flags fail here, not once per worker
+        resolve_model_path(model, progress=lambda m: typer.echo(m, err=True))
+    except InfinipotError as e:
+        _fail(e)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    runs: list[dict] = []
+
+    def doc(done: bool) -> dict:
+        first = next((r for r in runs if r.get("model")), {})
+        return {"command": "speed", "model": first.get("model", model), "device": first.get("device", device),
+                "dtype": first.get("dtype", dtype), "config": cfg.describe(), "complete": done,
+                "elapsed_s": round(time.perf_counter() - t0, 2), "runs": runs}
+
+    def on_run(rec: dict) -> None:
+        runs.append(rec)
+        report.write_json(out / "speed.json", doc(False))
+
+    run_speed(cfg, sys.stderr, on_run)
+    report.write_json(out / "speed.json", doc(True))
+    first = next((r for r in runs if r.get("model")), {})
+    png = plots.speed_plot(runs, out / "speed.png",
+                           title=f"M={pot_size}, C={keep}, chunk {chunk}, {first.get('model', '')} on {first.get('device', '')}")
+    con = report.console()
+    con.print(report.speed_table(runs))
+    for line in report.speed_notes(runs):
+        con.print(f"note: {line}")
+    con.print(f"runs: {out / 'speed.json'}")
+    con.print(f"plot: {png}")
+    if runs and all(r.get("error") for r in runs):
+        raise typer.Exit(1)

@@ -1,0 +1,149 @@
+"""Needle in a Haystack (Kamradt 2023; InfiniPot Table 4 / Figure 5): method x length x depth x trial.
+
+Each cell (length, depth, trial) draws one needle and one haystack from the seed; every method reads the
+same tokens, so methods are compared on identical inputs. A run streams the haystack into the engine piece
+by piece (nothing holds the whole document), then asks the question with an answer prefix. Unbounded
+references (`full`, `snapkv`) are skipped as "OOD" when the document would not fit the model's position
+range — the paper's Table 4 marks those cells the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..engine import Engine, PotConfig
+from ..prompts import Prompts
+from ..scoring.policies import METHODS, UNBOUNDED
+from .haystack import Placement, builtin_units, file_units, token_pieces
+from .needles import Needle, make_needle
+from .progress import Progress, fmt_tokens
+
+
+@dataclass
+class NeedleConfig:
+    methods: list[str]
+    lengths: list[int]
+    depths: list[float]
+    trials: int = 1
+    pot_size: int = 2048
+    keep: int = 1024
+    chunk: int = 1024
+    kinds: list[str] = field(default_factory=lambda: ["passkey", "name", "fact"])
+    needle: Needle | None = None      # a fixed user needle instead of drawn ones
+    haystack: str | None = None       # a text file; None = the built-in varied haystack
+    seed: int = 0
+    max_new_tokens: int = 16
+    piece: int = 1024                 # tokens per engine.feed call
+
+    def describe(self) -> dict:
+        d = {k: getattr(self, k) for k in ("methods", "lengths", "depths", "trials", "pot_size", "keep", "chunk",
+                                          "kinds", "haystack", "seed", "max_new_tokens")}
+        d["needle"] = self.needle.as_dict() if self.needle else None
+        return d
+
+
+def cell_needle(cfg: NeedleConfig, length: int, depth: float, trial: int) -> Needle:
+    """The needle of one cell: the user's, or one drawn from the seed. Kinds rotate as a Latin square over
+    (length, depth, trial), so every length and every depth sees every kind equally often."""
+    if cfg.needle is not None:
+        return cfg.needle
+    li = cfg.lengths.index(length) if length in cfg.lengths else 0
+    di = cfg.depths.index(depth) if depth in cfg.depths else 0
+    kind = cfg.kinds[(li + di + trial) % len(cfg.kinds)]
+    return make_needle(kind, f"{cfg.seed}:{length}:{depth}:{trial}")
+
+
+def max_positions(model) -> int | None:
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    return getattr(cfg, "max_position_embeddings", None)
+
+
+def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int, depth: float, trial: int,
+              progress: Progress | None = None) -> dict:
+    """Read one haystack with one method and ask for the needle; returns the trial record."""
+    needle = cell_needle(cfg, length, depth, trial)
+    rec: dict = {"method": method, "length_target": length, "length": 0, "depth": depth, "trial": trial,
+                 "needle_kind": needle.kind, "needle": needle.text, "question": needle.question,
+                 "expect": needle.expect, "answer_prefix": needle.answer_prefix, "answer": None, "correct": None,
+                 "skipped": None, "pot_size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk}
+    header = prompts.header_ids()
+    ask = prompts.ask_ids(needle.question, answer_prefix=needle.answer_prefix)
+    limit = max_positions(lm.model)
+    if method in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
+        rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
+        return rec
+    pcfg = PotConfig(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, method=method)
+
+    def on_event(ev) -> None:
+        if progress is not None and ev.kind == "read":
+            progress.update(ev.tokens_read)
+
+    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=prompts.catalyst_ids("question", needle.question),
+                 on_event=on_event)
+    units = file_units(cfg.haystack) if cfg.haystack else builtin_units(f"{cfg.seed}:{length}:{depth}:{trial}")
+    placement = Placement()
+    t0 = time.perf_counter()
+    eng.pin(header)
+    for ids in token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece, placement=placement):
+        eng.feed(ids)
+    eng.finish()
+    read_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    answer = eng.answer(ask, max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids())
+    answer_s = time.perf_counter() - t1
+    rec.update({
+        "length": eng.tokens_read, "answer": answer, "correct": needle.check(answer),
+        "needle_start": placement.needle_start, "needle_tokens": placement.needle_tokens,
+        "depth_actual": round(placement.depth_actual, 4),
+        "timings": {**eng.timings.as_dict(), "read_s": round(read_s, 4), "answer_s": round(answer_s, 4)},
+        "read_tok_s": round(eng.tokens_read / read_s, 1) if read_s > 0 else None,
+        "peak_entries": eng.pot.peak_entries, "cycles": eng.cycles, "kv_bytes": eng.pot.kv_bytes(),
+        "pinned": len(header),
+    })
+    return rec
+
+
+def run_needle(lm, cfg: NeedleConfig, progress: Progress | None = None,
+               on_trial: Callable[[dict], None] | None = None) -> list[dict]:
+    """All trials, in the order length > depth > trial > method (methods side by side on the same input)."""
+    bad = [m for m in cfg.methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"unknown method(s) {bad}")
+    prompts = Prompts(lm.tokenizer)
+    out = []
+    for length in cfg.lengths:
+        for depth in cfg.depths:
+            for trial in range(cfg.trials):
+                for method in cfg.methods:
+                    if progress is not None:
+                        progress.start(f"{method} {fmt_tokens(length)} depth {depth:g} trial {trial + 1}", length)
+                    rec = run_trial(lm, prompts, cfg, method, length, depth, trial, progress)
+                    if progress is not None:
+                        if rec["skipped"]:
+                            progress.skip(rec["skipped"])
+                        else:
+                            mark = "correct" if rec["correct"] else "wrong"
+                            progress.finish(f"{mark}: {rec['answer']!r} (expected {rec['expect']!r})")
+                    out.append(rec)
+                    if on_trial is not None:
+                        on_trial(rec)
+    return out
+
+
+def summarize(trials: list[dict]) -> list[dict]:
+    """Accuracy per (method, length, depth): [{method, length, depth, correct, n, accuracy, skipped}]."""
+    cells: dict[tuple, dict] = {}
+    for r in trials:
+        key = (r["method"], r["length_target"], r["depth"])
+        c = cells.setdefault(key, {"method": key[0], "length": key[1], "depth": key[2], "correct": 0, "n": 0,
+                                   "skipped": None})
+        if r["skipped"]:
+            c["skipped"] = r["skipped"].split(":")[0]
+            continue
+        c["n"] += 1
+        c["correct"] += int(bool(r["correct"]))
+    for c in cells.values():
+        c["accuracy"] = c["correct"] / c["n"] if c["n"] else None
+    return list(cells.values())

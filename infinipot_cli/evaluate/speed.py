@@ -1,0 +1,432 @@
+"""Read speed and memory (InfiniPot Figure 7 / Table 5): tok/s, time split, peak RSS and KV bytes per length.
+
+Configurations ("methods"):
+
+  any engine policy   the CCD loop (`infinipot`, `streaming`, `h2o`, ... — `full`/`snapkv` only where the
+                      document fits the model's positions)
+  plain               the speed limit: the same chunked forward over a cache capped at the pot size, cropped
+                      back to `keep` entries (pinned header + most recent) with no scoring, no NuC and no
+                      re-rotation
+  prefill             one forward of the whole document (only where it fits the model's positions and memory)
+  streaming-tbt       StreamingLLM as published: one token per forward, one eviction (with re-rotation) per
+                      token — slow, so only run at the smallest length asked for
+
+Each (method, length) runs in a fresh process (`python -m infinipot_cli.evaluate.speed_worker`, one JSON line
+on stdout) so peak RSS (`ru_maxrss`) belongs to that configuration alone. After reading, every configuration
+answers a short prompt with `gen_tokens` greedy tokens (no early stop): time to first token and decode tok/s.
+
+Display overhead: engine events are fed to `infinipot_cli.display.Display(mode="plain", stream=StringIO())`
+and the time inside `on_event` (and leaving its context) is the display share — `display` while reading,
+`display_answer` while answering; without that module it is recorded as 0 with a note.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..engine import Engine, PotConfig
+from ..prompts import Prompts
+from ..scoring.nuc import lm_head_logits
+from ..scoring.policies import METHODS, UNBOUNDED
+from .haystack import builtin_units, file_units, token_pieces
+from .progress import Progress, fmt_tokens
+
+PSEUDO = ["plain", "prefill", "streaming-tbt"]
+SPEED_METHODS = METHODS + PSEUDO
+QUESTION = "What is the document above about?"
+SPLIT = ["forward", "nuc", "cap", "select", "rerotate", "display", "other"]
+
+
+@dataclass
+class SpeedConfig:
+    methods: list[str]
+    lengths: list[int]
+    pot_size: int = 2048
+    keep: int = 1024
+    chunk: int = 1024
+    model: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    haystack: str | None = None
+    seed: int = 0
+    gen_tokens: int = 16
+    piece: int = 1024
+    threads: int | None = None        # torch CPU threads in each worker (None: torch's default)
+
+    def describe(self) -> dict:
+        return {k: getattr(self, k) for k in ("methods", "lengths", "pot_size", "keep", "chunk", "model", "device",
+                                              "dtype", "haystack", "seed", "gen_tokens", "threads")}
+
+
+def rss_mb() -> float:
+    """Peak resident set size of this process so far (MB); ru_maxrss is KB on Linux, bytes on macOS."""
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(r / (1 << 20) if sys.platform == "darwin" else r / 1024, 1)
+
+
+def available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _text_cfg(model):
+    return model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+
+
+def kv_bytes_per_token(model) -> int:
+    c = _text_cfg(model)
+    hkv = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    hd = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    elem = next(model.parameters()).element_size()
+    return 2 * c.num_hidden_layers * hkv * hd * elem
+
+
+def cache_bytes(cache) -> int:
+    total = 0
+    for layer in cache.layers:
+        k = getattr(layer, "keys", None)
+        if k is not None and k.numel():
+            total += k.numel() * k.element_size() + layer.values.numel() * layer.values.element_size()
+    return total
+
+
+def cache_len(cache) -> int:
+    return cache.get_seq_length() if len(cache.layers) else 0
+
+
+def make_display(total_tokens: int | None = None):
+    """(display, note): the project's plain display writing into a StringIO, entered; or (None, why not)."""
+    try:
+        from ..display import Display  # type: ignore[attr-defined]
+    except ImportError:
+        return None, "infinipot_cli.display not available: display time recorded as 0"
+    try:
+        try:
+            d = Display(mode="plain", stream=io.StringIO(), total_tokens=total_tokens)
+        except TypeError:
+            d = Display(mode="plain", stream=io.StringIO())
+        if hasattr(d, "__enter__"):
+            d.__enter__()
+        return d, ""
+    except Exception as e:  # noqa: BLE001 - the benchmark must not die on another module's API change
+        return None, f"Display(mode='plain', stream=StringIO()) failed ({type(e).__name__}: {e}): display time 0"
+
+
+def close_display(display) -> None:
+    if display is not None and hasattr(display, "__exit__"):
+        display.__exit__(None, None, None)
+
+
+def _units(cfg: SpeedConfig, length: int):
+    return file_units(cfg.haystack) if cfg.haystack else builtin_units(f"speed:{cfg.seed}:{length}")
+
+
+# ---- one measurement (runs inside the worker process) ---------------------------------------------------
+
+def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress | None = None) -> dict:
+    """Read `length` haystack tokens with `method`, then generate; returns the run record."""
+    prompts = Prompts(lm.tokenizer)
+    header = prompts.header_ids()
+    ask = prompts.ask_ids(QUESTION)
+    limit = getattr(_text_cfg(lm.model), "max_position_embeddings", None)
+    rec = {"method": method, "length_target": length, "length": 0, "pot_size": cfg.pot_size, "keep": cfg.keep,
+           "chunk": cfg.chunk, "skipped": None, "note": ""}
+    if method in UNBOUNDED or method == "prefill":
+        # the document must fit the model's positions; the header, prompt and answer may run a little past
+        if limit and length > limit:
+            rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
+            return rec
+        over = len(header) + length + len(ask) + cfg.gen_tokens - (limit or 1 << 62)
+        if over > 0:
+            rec["note"] = f"header + prompt + answer run {over} positions past the model's {limit}"
+    if method == "prefill":
+        c = _text_cfg(lm.model)
+        elem = next(lm.model.parameters()).element_size()
+        n = len(header) + length
+        need = (n * kv_bytes_per_token(lm.model) + n * (c.intermediate_size * 3 + c.hidden_size * 8) * elem
+                + n * n * c.num_attention_heads * 4)  # KV + activations + one attention map (math path)
+        avail = available_bytes()
+        if avail is not None and need > 0.8 * avail:
+            rec["skipped"] = f"OOM: needs ~{need / 2**30:.1f} GiB, {avail / 2**30:.1f} GiB available"
+            return rec
+    if progress is not None:
+        progress.start(f"{method} {fmt_tokens(length)}", length)
+    if method == "plain":
+        out = _run_plain(lm, cfg, header, ask, length, progress)
+    elif method == "prefill":
+        out = _run_prefill(lm, cfg, header, ask, length, progress)
+    else:
+        out = _run_engine(lm, cfg, method, header, ask, length, progress)
+    note = rec["note"]
+    rec.update(out)
+    rec["note"] = "; ".join(n for n in (note, out.get("note", "")) if n)
+    t = rec["timings"]
+    t["other"] = round(max(0.0, t["read_s"] - sum(t.get(k, 0.0) for k in SPLIT if k != "other")), 4)
+    rec["read_tok_s"] = round(rec["length"] / t["read_s"], 1) if t["read_s"] > 0 else None
+    rec["kv_per_token"] = kv_bytes_per_token(lm.model)
+    rec["kv_peak_bytes"] = rec["peak_entries"] * rec["kv_per_token"]
+    if progress is not None:
+        progress.cur = rec["length"]
+        progress.finish(f"{rec['read_tok_s']} tok/s")
+    return rec
+
+
+def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress) -> dict:
+    if method == "streaming-tbt":
+        pcfg = PotConfig(size=cfg.pot_size, keep=cfg.pot_size - 1, chunk=1, method="streaming")
+    else:
+        pcfg = PotConfig(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, method=method)
+    disp = {"read": 0.0, "answer": 0.0}
+    display, note = make_display(length)  # set-up (and the module import) is not counted
+    stamps: dict[str, float] = {}
+    phase = ["read"]
+
+    def on_event(ev) -> None:
+        if progress is not None and ev.kind == "read":
+            progress.update(ev.tokens_read)
+        if ev.kind == "token" and "first" not in stamps:
+            stamps["first"] = time.perf_counter()
+        if display is not None:
+            t = time.perf_counter()
+            display.on_event(ev)
+            disp[phase[0]] += time.perf_counter() - t
+
+    prompts = Prompts(lm.tokenizer)
+    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=prompts.catalyst_ids("question", QUESTION),
+                 on_event=on_event)
+    t0 = time.perf_counter()
+    eng.pin(header)
+    for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
+        eng.feed(ids)
+    eng.finish()
+    read_s = time.perf_counter() - t0
+    kv_read = eng.pot.kv_bytes()
+    phase[0] = "answer"
+    t1 = time.perf_counter()
+    eng.answer(ask, max_new_tokens=cfg.gen_tokens, stop_ids=set())
+    t2 = time.perf_counter()
+    close_display(display)
+    disp["answer"] += time.perf_counter() - t2
+    first = stamps.get("first", t2)
+    tm = eng.timings.as_dict()
+    tm.update({"display": round(disp["read"], 4), "display_answer": round(disp["answer"], 4),
+               "read_s": round(read_s, 4), "answer_s": round(t2 - t1, 4)})
+    return {"length": eng.tokens_read, "timings": tm, "peak_entries": eng.pot.peak_entries, "cycles": eng.cycles,
+            "kv_bytes": kv_read, "ttft_s": round(first - t1, 4), "gen_tokens": cfg.gen_tokens,
+            "gen_tok_s": round((cfg.gen_tokens - 1) / (t2 - first), 1) if t2 > first and cfg.gen_tokens > 1 else None,
+            "note": note}
+
+
+@torch.no_grad()
+def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None]:
+    """Greedy decode over `cache` (no early stop): (time to first token, decode tok/s)."""
+    dev = next(lm.model.parameters()).device
+    t0 = time.perf_counter()
+    out = lm.model.model(input_ids=torch.tensor([ask], device=dev), past_key_values=cache, use_cache=True)
+    nxt = int(lm_head_logits(lm.model, out.last_hidden_state[0, -1:])[0].argmax())
+    first = time.perf_counter()
+    for _ in range(n_tokens - 1):
+        out = lm.model.model(input_ids=torch.tensor([[nxt]], device=dev), past_key_values=cache, use_cache=True)
+        nxt = int(lm_head_logits(lm.model, out.last_hidden_state[0, -1:])[0].argmax())
+    end = time.perf_counter()
+    return first - t0, ((n_tokens - 1) / (end - first) if n_tokens > 1 and end > first else None)
+
+
+def _crop_to(cache, pinned: int, keep: int) -> None:
+    """Keep the pinned header and the most recent entries: plain slicing, no scoring, no re-rotation."""
+    for layer in cache.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name)
+            setattr(layer, name, torch.cat([t[..., :pinned, :], t[..., t.shape[-2] - (keep - pinned):, :]], -2))
+
+
+@torch.no_grad()
+def _run_plain(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
+    from transformers import DynamicCache
+
+    dev = next(lm.model.parameters()).device
+    cache = DynamicCache()
+    fwd = crop = 0.0
+    peak = 0
+    read = 0
+
+    def forward(ids) -> None:
+        nonlocal fwd, peak
+        t = time.perf_counter()
+        lm.model.model(input_ids=torch.tensor([ids], device=dev), past_key_values=cache, use_cache=True)
+        fwd += time.perf_counter() - t
+        peak = max(peak, cache_len(cache))
+
+    def fill_and_crop(room: int) -> None:  # the engine's schedule, with a crop where it distills
+        nonlocal pending, read, crop
+        while room > 0:
+            n = min(cfg.chunk, room)
+            forward(pending[:n])
+            pending, read, room = pending[n:], read + n, room - n
+        t = time.perf_counter()
+        _crop_to(cache, len(header), cfg.keep)
+        crop += time.perf_counter() - t
+
+    t0 = time.perf_counter()
+    forward(header)
+    pending: list[int] = []
+    for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
+        pending.extend(ids)
+        while True:
+            room = cfg.pot_size - cache_len(cache)
+            if len(pending) > room:
+                fill_and_crop(room)
+            elif len(pending) >= cfg.chunk and room > cfg.chunk:
+                forward(pending[:cfg.chunk])
+                pending, read = pending[cfg.chunk:], read + cfg.chunk
+            else:
+                break
+            if progress is not None:
+                progress.update(read)
+    while pending:  # the tail
+        room = cfg.pot_size - cache_len(cache)
+        if len(pending) > room:
+            fill_and_crop(room)
+        else:
+            n = min(cfg.chunk, len(pending))
+            forward(pending[:n])
+            pending, read = pending[n:], read + n
+    read_s = time.perf_counter() - t0
+    kv_read = cache_bytes(cache)
+    if cache_len(cache) + len(ask) + cfg.gen_tokens > cfg.pot_size:
+        _crop_to(cache, len(header), min(cfg.keep, cfg.pot_size - len(ask) - cfg.gen_tokens))
+    t1 = time.perf_counter()
+    ttft, gen = _generate(lm, cache, ask, cfg.gen_tokens)
+    peak = max(peak, cache_len(cache))
+    answer_s = time.perf_counter() - t1
+    tm = {"forward": round(fwd, 4), "nuc": 0.0, "cap": 0.0, "select": 0.0, "rerotate": 0.0, "display": 0.0,
+          "answer": round(answer_s, 4), "crop": round(crop, 4), "read_s": round(read_s, 4),
+          "answer_s": round(answer_s, 4)}
+    return {"length": read, "timings": tm, "peak_entries": peak, "cycles": 0, "kv_bytes": kv_read,
+            "ttft_s": round(ttft, 4), "gen_tokens": cfg.gen_tokens, "gen_tok_s": round(gen, 1) if gen else None}
+
+
+@torch.no_grad()
+def _run_prefill(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
+    from transformers import DynamicCache
+
+    dev = next(lm.model.parameters()).device
+    ids = list(header)
+    for piece in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
+        ids.extend(piece)
+    cache = DynamicCache()
+    t0 = time.perf_counter()
+    lm.model.model(input_ids=torch.tensor([ids], device=dev), past_key_values=cache, use_cache=True)
+    read_s = time.perf_counter() - t0
+    if progress is not None:
+        progress.update(len(ids) - len(header), force=True)
+    kv_read = cache_bytes(cache)
+    t1 = time.perf_counter()
+    ttft, gen = _generate(lm, cache, ask, cfg.gen_tokens)
+    answer_s = time.perf_counter() - t1
+    tm = {"forward": round(read_s, 4), "nuc": 0.0, "cap": 0.0, "select": 0.0, "rerotate": 0.0, "display": 0.0,
+          "answer": round(answer_s, 4), "read_s": round(read_s, 4), "answer_s": round(answer_s, 4)}
+    return {"length": len(ids) - len(header), "timings": tm, "peak_entries": cache_len(cache), "cycles": 0,
+            "kv_bytes": kv_read, "ttft_s": round(ttft, 4), "gen_tokens": cfg.gen_tokens,
+            "gen_tok_s": round(gen, 1) if gen else None}
+
+
+# ---- the benchmark (parent process) ----------------------------------------------------------------------
+
+def worker_command(cfg: SpeedConfig, method: str, length: int) -> list[str]:
+    cmd = [sys.executable, "-m", "infinipot_cli.evaluate.speed_worker", "--method", method, "--length", str(length),
+           "--pot-size", str(cfg.pot_size), "--keep", str(cfg.keep), "--chunk", str(cfg.chunk),
+           "--seed", str(cfg.seed), "--gen-tokens", str(cfg.gen_tokens), "--piece", str(cfg.piece)]
+    for flag, val in (("--model", cfg.model), ("--device", cfg.device), ("--dtype", cfg.dtype),
+                      ("--haystack", cfg.haystack), ("--threads", cfg.threads)):
+        if val:
+            cmd += [flag, str(val)]
+    return cmd
+
+
+def _relay(stream, sink) -> None:
+    for line in iter(stream.readline, ""):
+        try:
+            sink.write(line)
+            sink.flush()
+        except (ValueError, OSError):  # the sink was closed (e.g. a test runner's capture)
+            pass
+
+
+def run_worker(cfg: SpeedConfig, method: str, length: int, stderr=None) -> dict:
+    """Run one (method, length) in a fresh process; its progress is relayed to `stderr`."""
+    sink = stderr if stderr is not None else sys.stderr
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(worker_command(cfg, method, length), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    tail: list[str] = []
+
+    class Tee:
+        def write(self, s):
+            tail.append(s)
+            del tail[:-20]
+            sink.write(s)
+
+        def flush(self):
+            sink.flush()
+
+    th = threading.Thread(target=_relay, args=(proc.stderr, Tee()), daemon=True)
+    th.start()
+    out = proc.stdout.read()
+    proc.wait()
+    th.join(timeout=5)
+    wall = round(time.perf_counter() - t0, 2)
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            try:
+                rec = json.loads(line)
+                rec["worker_s"] = wall
+                return rec
+            except ValueError:
+                break
+    return {"method": method, "length_target": length, "length": 0, "skipped": None,
+            "error": f"worker exited with {proc.returncode}: " + "".join(tail).strip()[-500:], "worker_s": wall}
+
+
+def run_speed(cfg: SpeedConfig, stderr=None, on_run=None) -> list[dict]:
+    """Every (length, method) in its own worker process; streaming-tbt only at the smallest length."""
+    sink = stderr if stderr is not None else sys.stderr
+    smallest = min(cfg.lengths)
+    runs = []
+    todo = [(length, m) for length in cfg.lengths for m in cfg.methods]
+    for i, (length, method) in enumerate(todo, 1):
+        if method == "streaming-tbt" and length != smallest:
+            rec = {"method": method, "length_target": length, "length": 0,
+                   "skipped": f"slow: token-by-token only at the smallest length ({fmt_tokens(smallest)})"}
+        else:
+            sink.write(f"[{i}/{len(todo)}] {method} {fmt_tokens(length)}: starting a fresh process\n")
+            sink.flush()
+            rec = run_worker(cfg, method, length, sink)
+        runs.append(rec)
+        if on_run is not None:
+            on_run(rec)
+    return runs

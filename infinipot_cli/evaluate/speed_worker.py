@@ -1,0 +1,67 @@
+"""One speed measurement in a fresh process: `python -m infinipot_cli.evaluate.speed_worker --method M --length N`.
+
+Prints exactly one JSON line on stdout (the run record, with peak RSS of this process); progress and errors
+go to stderr. Exit code 0 also when the run is skipped (the record says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="speed_worker")
+    ap.add_argument("--method", required=True)
+    ap.add_argument("--length", type=int, required=True)
+    ap.add_argument("--pot-size", type=int, default=2048)
+    ap.add_argument("--keep", type=int, default=1024)
+    ap.add_argument("--chunk", type=int, default=1024)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--dtype", default=None)
+    ap.add_argument("--haystack", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gen-tokens", type=int, default=16)
+    ap.add_argument("--piece", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=None)
+    a = ap.parse_args(argv)
+
+    def torch_threads() -> int:
+        import torch
+
+        return torch.get_num_threads()
+
+    from ..errors import InfinipotError
+    from ..model import load_model
+    from .progress import Progress
+    from .speed import SPEED_METHODS, SpeedConfig, measure, rss_mb
+
+    if a.threads:
+        import torch
+
+        torch.set_num_threads(a.threads)
+    rec: dict = {"method": a.method, "length_target": a.length, "length": 0, "skipped": None}
+    try:
+        if a.method not in SPEED_METHODS:
+            raise ValueError(f"unknown method {a.method!r}")
+        cfg = SpeedConfig(methods=[a.method], lengths=[a.length], pot_size=a.pot_size, keep=a.keep, chunk=a.chunk,
+                          model=a.model, device=a.device, dtype=a.dtype, haystack=a.haystack, seed=a.seed,
+                          gen_tokens=a.gen_tokens, piece=a.piece, threads=a.threads)
+        lm = load_model(a.model, a.device, a.dtype)
+        load_rss = rss_mb()
+        rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
+        rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb()})
+    except InfinipotError as e:
+        rec["error"] = str(e)
+    except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
+        rec["error"] = f"{type(e).__name__}: {e}"
+    sys.stdout.write(json.dumps(rec) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
