@@ -37,11 +37,12 @@ class PotConfig:
     pool: int = 0             # InfiniPot option: max-pool CaP scores over neighbours
     nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
     recent: int = 0           # InfiniPot option: always keep the last N entries
+    span: int = 0             # InfiniPot option: select contiguous spans (sliding-mean scores)
 
     def policy(self) -> Policy:
         opts = {}
         if self.method in ("infinipot", "cap"):
-            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent}
+            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span}
         return make_policy(self.method, alpha=self.alpha, **opts)
 
     @property

@@ -51,6 +51,14 @@ def _topk_with_forced(scores: torch.Tensor, forced: torch.Tensor | None, k: int)
     return _sorted(s.topk(k, dim=-1).indices)
 
 
+def _span_mean(x: torch.Tensor, span: int) -> torch.Tensor:
+    """Sliding mean over `span` neighbouring entries along the last axis (same length). x: (L, H, N)."""
+    n = x.shape[-1]
+    flat = x.flatten(0, 1)[:, None].float()  # (L*H, 1, N)
+    out = F.avg_pool1d(flat, span, stride=1, padding=span // 2, count_include_pad=False)[:, 0, :n]
+    return out.view(x.shape)
+
+
 class Policy:
     name = "base"
     catalyst: str | None = None
@@ -78,12 +86,15 @@ class InfiniPotPolicy(Policy):
       nuc_decay   multiply the stored novelty of survivors by this factor each cycle, so the first chunk's
                   novelty (where everything is new) does not crowd out later novelty forever
       recent      always keep the last `recent` candidates (a short recency window)
+      span        average both scores over a sliding window of `span` entries, so whole spans around
+                  salient tokens are kept instead of scattered single tokens
     """
 
     alpha: float = 0.5
     pool: int = 0
     nuc_decay: float = 1.0
     recent: int = 0
+    span: int = 0
     name: str = "infinipot"
     catalyst: str | None = "prompt"
 
@@ -98,14 +109,18 @@ class InfiniPotPolicy(Policy):
             pad = self.pool // 2
             cap = F.max_pool1d(cap.flatten(0, 1)[:, None], self.pool, stride=1, padding=pad)[:, 0, : inp.n]
             cap = cap.view(inp.cap.shape)
+        nov = inp.nov
+        if self.span and self.span > 1:
+            cap, nov = _span_mean(cap, self.span), _span_mean(nov, self.span)
         forced = torch.zeros_like(cap, dtype=torch.bool)
         recent = min(self.recent, k)
         if recent:
             forced[..., inp.n - recent:] = True
         t = min(int(round(self.alpha * k)), k - recent)
         if t > 0:
-            nov = inp.nov.masked_fill(forced, float("-inf"))
+            nov = nov.masked_fill(forced, float("-inf"))
             forced.scatter_(-1, nov.topk(t, dim=-1).indices, True)
+        self.last_nuc = forced
         return _topk_with_forced(cap, forced, k)
 
     def age(self, nov: torch.Tensor) -> torch.Tensor:
@@ -113,7 +128,7 @@ class InfiniPotPolicy(Policy):
 
     def describe(self) -> dict:
         return {"name": self.name, "alpha": self.alpha, "pool": self.pool, "nuc_decay": self.nuc_decay,
-                "recent": self.recent}
+                "recent": self.recent, "span": self.span}
 
 
 class CapPolicy(InfiniPotPolicy):
