@@ -98,6 +98,7 @@ class Engine:
         self._fed = 0                     # document tokens fed (forwarded + pending)
         self.where = ""
         self.timings = Timings()
+        self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.t0 = time.perf_counter()
         self._check_sizes()
 
@@ -260,8 +261,11 @@ class Engine:
             cap = torch.stack([scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, cap=cap, nov=pot.nov[..., npin:],
                               acc=pot.acc[..., npin:] if pol.needs_acc else None, shape=(L, H))
-        idx = pol.select(inp) + npin  # (L, H, keep - npin)
-        idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), idx], -1)
+        chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
+        forced = getattr(pol, "last_nuc", None)
+        # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
+        self.last_by_nuc = forced.gather(-1, chosen) if forced is not None else None
+        idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         pot.keep(idx)
