@@ -61,6 +61,21 @@ def _load(model, device, dtype, threads):
     return load_model(model, device, dtype, progress=lambda m: typer.echo(m, err=True))
 
 
+def _trace_outputs(rec: dict, out: Path, about: str) -> None:
+    """--trace: the retention plot of one trial, and its summary on stderr (printed even with --quiet)."""
+    from . import plots
+    from .progress import fmt_tokens
+    from .trace import summary_text
+
+    # trials are counted from 1 here, as in the progress lines (needle.json's `trial` counts from 0)
+    name = f"trace-{rec['method']}-{fmt_tokens(rec['length_target'])}-{rec['depth']:g}-{rec['trial'] + 1}.png"
+    if rec["trace"]:
+        plots.trace_plot(rec, out / name, title=f"{rec['method']} {fmt_tokens(rec['length_target'])} depth "
+                                                f"{rec['depth']:g} trial {rec['trial'] + 1} ({about})")
+        rec["trace_png"] = name
+    typer.echo(summary_text(rec), err=True)
+
+
 @bench_app.command("needle")
 def needle_cmd(
     lengths: str = typer.Option("4k,8k,16k", "--lengths", "-l", help="Haystack lengths in tokens: 4k,16k,64k,256k,1m."),
@@ -86,6 +101,10 @@ def needle_cmd(
     threads: Optional[int] = ThreadsOpt,
     out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    trace: bool = typer.Option(False, "--trace", help="After every distillation, record where the needle's tokens "
+                                                      "are and what fills the pot: a `trace` per trial in needle.json, "
+                                                      "trace-<method>-<length>-<depth>-<trial>.png and a summary on "
+                                                      "stderr."),
 ) -> None:
     """Needle in a haystack: accuracy per method x length x depth; JSON of every trial; a heatmap per method."""
     from . import plots, report
@@ -98,7 +117,8 @@ def needle_cmd(
                            depths=report.parse_depths(depths), trials=trials, pot_size=pot_size, keep=keep,
                            chunk=chunk, kinds=parse_kinds(kinds),
                            needle=custom_needle(needle, question, expect, answer_prefix),
-                           haystack=str(haystack) if haystack else None, seed=seed, max_new_tokens=max_new_tokens)
+                           haystack=str(haystack) if haystack else None, seed=seed, max_new_tokens=max_new_tokens,
+                           trace=trace)
         _check_pot(pot_size, keep, chunk)
         if haystack is not None and not haystack.is_file():
             raise UsageError(f"--haystack {haystack}: no such file")
@@ -118,6 +138,8 @@ def needle_cmd(
                     "trials": trials_done}
 
         def on_trial(rec: dict) -> None:  # rewrite the JSON after every trial: long runs keep partial results
+            if rec.get("trace") is not None:
+                _trace_outputs(rec, out, f"M={pot_size}, C={keep}, {lm.name}")
             trials_done.append(rec)
             report.write_json(out / "needle.json", doc(False))
 
@@ -134,6 +156,9 @@ def needle_cmd(
     con.print(f"trials: {out / 'needle.json'}")
     for p in pngs:
         con.print(f"heatmap: {p}")
+    for t in trials_done:
+        if t.get("trace_png"):
+            con.print(f"trace: {out / t['trace_png']}")
 
 
 @bench_app.command("speed")

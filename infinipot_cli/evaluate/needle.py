@@ -36,10 +36,11 @@ class NeedleConfig:
     seed: int = 0
     max_new_tokens: int = 16
     piece: int = 1024                 # tokens per engine.feed call
+    trace: bool = False               # record per-distillation needle diagnostics (trace.py)
 
     def describe(self) -> dict:
         d = {k: getattr(self, k) for k in ("methods", "lengths", "depths", "trials", "pot_size", "keep", "chunk",
-                                          "kinds", "haystack", "seed", "max_new_tokens")}
+                                          "kinds", "haystack", "seed", "max_new_tokens", "trace")}
         d["needle"] = self.needle.as_dict() if self.needle else None
         return d
 
@@ -75,15 +76,22 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
         return rec
     pcfg = PotConfig(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, method=method)
+    placement = Placement()
+    tracer = None
+    if cfg.trace:
+        from .trace import NeedleTracer
+
+        tracer = NeedleTracer(lm.tokenizer, placement, recent=cfg.pot_size - cfg.keep if pcfg.bounded else 0)
 
     def on_event(ev) -> None:
         if progress is not None and ev.kind == "read":
             progress.update(ev.tokens_read)
+        if tracer is not None:
+            tracer.on_event(ev, eng)
 
     eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=prompts.catalyst_ids("question", needle.question),
                  on_event=on_event)
     units = file_units(cfg.haystack) if cfg.haystack else builtin_units(f"{cfg.seed}:{length}:{depth}:{trial}")
-    placement = Placement()
     t0 = time.perf_counter()
     eng.pin(header)
     for ids in token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece, placement=placement):
@@ -102,6 +110,9 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         "peak_entries": eng.pot.peak_entries, "cycles": eng.cycles, "kv_bytes": eng.pot.kv_bytes(),
         "pinned": len(header),
     })
+    if tracer is not None:
+        rec["trace"] = tracer.records
+        rec["needle_pieces"] = tracer.needle_pieces()
     return rec
 
 

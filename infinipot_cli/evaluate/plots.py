@@ -89,3 +89,114 @@ def speed_plot(runs: list[dict], path: Path, title: str = "") -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+# needle trace (--trace): kept-set composition colours, in trace.CATEGORIES order
+TRACE_COLOURS = {"pinned": "#6a51a3", "sinks": "#9e9ac8", "needle": "#d7301f", "punct": "#fdae6b",
+                 "recent": "#74a9cf", "other": "#d9d9d9"}
+
+
+def _needle_read_x(trace: list[dict], needle_end: int | None) -> float | None:
+    """The (fractional) cycle at which the needle's last token was read, interpolated on tokens read."""
+    import numpy as np
+
+    if needle_end is None or needle_end <= 0:
+        return None
+    pts = [(0, 0)] + [(r["tokens_read"], r["cycle"]) for r in trace if not r["final"]]
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    if needle_end > xs[-1]:
+        return None if not any(r["needle_read"] for r in trace) else float(trace[-1]["cycle"])
+    return float(np.interp(needle_end, xs, ys))
+
+
+def trace_plot(rec: dict, path: Path, title: str = "") -> Path:
+    """Needle retention across distillation cycles for one traced trial (`bench needle --trace`).
+
+    Top: needle tokens kept per head (first / middle / last layer and the mean over layers; dotted: the
+    mean's NuC part). Middle: share of heads holding any needle token (per layer and overall) and share of
+    the needle's tokens held by some head. Bottom: what the kept set is made of. A vertical line marks where
+    the needle was read; the final distillation (the question as catalyst) is drawn with a star.
+    """
+    from .trace import CATEGORIES, pick_layers
+
+    trace = rec["trace"]
+    xs = [r["cycle"] for r in trace]
+    L, H = trace[0]["layers"], trace[0]["heads"]
+    n = rec.get("needle_tokens") or 0
+    fig, axes = plt.subplots(3, 1, figsize=(11, 9.5), dpi=110, sharex=True,
+                             gridspec_kw={"height_ratios": [3, 2, 2]})
+    ax1, ax2, ax3 = axes
+    cmap = plt.get_cmap("viridis")
+    layers = pick_layers(L)
+    for j, li in enumerate(layers):
+        c = cmap(0.15 + 0.7 * j / max(1, len(layers) - 1))
+        ax1.plot(xs, [r["needle"]["layers"]["mean"][li] for r in trace], color=c, lw=1.2, label=f"layer {li}")
+        ax2.plot(xs, [r["needle"]["layers"]["heads_any"][li] / H for r in trace], color=c, lw=1.2,
+                 label=f"layer {li}")
+    ax1.plot(xs, [r["needle"]["mean"] for r in trace], color="black", lw=2.2, label="mean over layers")
+    if trace[0]["needle"]["layers"]["nuc_mean"] is not None:
+        ax1.plot(xs, [sum(r["needle"]["layers"]["nuc_mean"]) / L for r in trace], color="black", lw=1.2, ls=":",
+                 label="mean, kept by NuC")
+    ax2.plot(xs, [r["needle"]["heads_any"] for r in trace], color="black", lw=2.2, label="all heads")
+    ax2.plot(xs, [r["needle"]["covered"] for r in trace], color="#d7301f", lw=1.5, ls="--",
+             label="needle tokens held by some head")
+    finals = [r for r in trace if r["final"]]
+    for r in finals:
+        ax1.plot([r["cycle"]], [r["needle"]["mean"]], marker="*", ms=12, color="black", ls="none",
+                 label="final (question catalyst)")
+        ax2.plot([r["cycle"]], [r["needle"]["heads_any"]], marker="*", ms=12, color="black", ls="none")
+    if n:
+        ax1.axhline(n, color="#d7301f", lw=0.8, ls="--", alpha=0.6, label=f"needle length ({n} tokens)")
+    ax1.set_ylabel("needle tokens kept per head")
+    ax1.set_ylim(0, max(n, max((max(r["needle"]["layers"]["max"]) for r in trace), default=1)) * 1.08 or 1)
+    ax2.set_ylabel("share")
+    ax2.set_ylim(-0.02, 1.05)
+    bottom = [0.0] * len(trace)
+    for c in CATEGORIES:
+        ys = [r["kept"][c] or 0.0 for r in trace]
+        ax3.fill_between(xs, bottom, [b + y for b, y in zip(bottom, ys)], step="mid", color=TRACE_COLOURS[c],
+                         label=c, lw=0)
+        bottom = [b + y for b, y in zip(bottom, ys)]
+    ax3.set_ylim(0, 1)
+    ax3.set_ylabel("kept set (all heads)")
+    ax3.set_xlabel("distillation cycle")
+    xr = _needle_read_x(trace, (rec.get("needle_start") or 0) + n if rec.get("needle_start", -1) >= 0 else None)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        if xr is not None:
+            ax.axvline(xr, color="#d7301f", lw=1.2, alpha=0.8)
+    if xr is not None:
+        ax1.text(xr, ax1.get_ylim()[1], " needle read", va="top", fontsize=8, color="#d7301f")
+    for ax in axes:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if any(not r["final"] for r in trace):  # tokens read as a secondary axis on top
+        sec = ax1.secondary_xaxis("top", functions=(lambda c: _interp(c, trace, 0), lambda t: _interp(t, trace, 1)))
+        sec.set_xlabel("tokens read", fontsize=8)
+        sec.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: fmt_tokens(round(v)) if v >= 0 else ""))
+        sec.tick_params(labelsize=7)
+    verdict = "correct" if rec.get("correct") else "wrong"
+    fig.suptitle((title or "needle retention") + f"\nanswer {rec.get('answer')!r}: {verdict}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _interp(v, trace: list[dict], direction: int):
+    """cycle -> tokens read (direction 0) or back (1): piecewise linear over the non-final cycles, extended
+    linearly past both ends (so the secondary axis stays invertible)."""
+    import numpy as np
+
+    pts = [(0, 0)] + [(r["cycle"], r["tokens_read"]) for r in trace if not r["final"]]
+    cyc = np.array([p[0] for p in pts], dtype=float)
+    tok = np.array([p[1] for p in pts], dtype=float)
+    xp, fp = (cyc, tok) if direction == 0 else (tok, cyc)
+    v = np.asarray(v, dtype=float)
+    if len(xp) < 2:
+        return v * 0
+    out = np.interp(v, xp, fp)
+    lo = (fp[1] - fp[0]) / (xp[1] - xp[0])
+    hi = (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
+    out = np.where(v < xp[0], fp[0] + (v - xp[0]) * lo, out)
+    return np.where(v > xp[-1], fp[-1] + (v - xp[-1]) * hi, out)
