@@ -49,6 +49,31 @@ class PotConfig:
     def bounded(self) -> bool:
         return self.method not in UNBOUNDED
 
+    @classmethod
+    def from_spec(cls, spec: str, **kw) -> "PotConfig":
+        """A method spec: a policy name with optional InfiniPot options, e.g. "infinipot+span=32+recent=64"."""
+        base, opts = split_method_spec(spec)
+        return cls(method=base, **{**kw, **opts})
+
+
+_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int}
+
+
+def split_method_spec(spec: str) -> tuple[str, dict]:
+    """"infinipot+span=32+alpha=0.25" -> ("infinipot", {"span": 32, "alpha": 0.25})."""
+    parts = [p.strip() for p in spec.strip().split("+")]
+    opts = {}
+    for p in parts[1:]:
+        key, _, val = p.partition("=")
+        key = key.strip().replace("-", "_")
+        if key not in _SPEC_OPTS or not val:
+            raise UsageError(f"bad method option {p!r} in {spec!r}; options: {', '.join(_SPEC_OPTS)} (e.g. infinipot+span=32)")
+        try:
+            opts[key] = _SPEC_OPTS[key](val)
+        except ValueError as e:
+            raise UsageError(f"bad value in {p!r}") from e
+    return parts[0].lower(), opts
+
 
 @dataclass
 class Event:

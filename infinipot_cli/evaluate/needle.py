@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..engine import Engine, PotConfig
+from ..engine import Engine, PotConfig, split_method_spec
 from ..prompts import Prompts
 from ..scoring.policies import METHODS, UNBOUNDED
 from .haystack import Placement, builtin_units, file_units, token_pieces
@@ -72,10 +72,10 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     header = prompts.header_ids()
     ask = prompts.ask_ids(needle.question, answer_prefix=needle.answer_prefix)
     limit = max_positions(lm.model)
-    if method in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
+    if split_method_spec(method)[0] in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
         rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
         return rec
-    pcfg = PotConfig(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, method=method)
+    pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     placement = Placement()
     tracer = None
     if cfg.trace:
@@ -119,7 +119,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
 def run_needle(lm, cfg: NeedleConfig, progress: Progress | None = None,
                on_trial: Callable[[dict], None] | None = None) -> list[dict]:
     """All trials, in the order length > depth > trial > method (methods side by side on the same input)."""
-    bad = [m for m in cfg.methods if m not in METHODS]
+    bad = [m for m in cfg.methods if split_method_spec(m)[0] not in METHODS]
     if bad:
         raise ValueError(f"unknown method(s) {bad}")
     prompts = Prompts(lm.tokenizer)

@@ -151,7 +151,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     limit = getattr(_text_cfg(lm.model), "max_position_embeddings", None)
     rec = {"method": method, "length_target": length, "length": 0, "pot_size": cfg.pot_size, "keep": cfg.keep,
            "chunk": cfg.chunk, "skipped": None, "note": ""}
-    if method in UNBOUNDED or method == "prefill":
+    if method.split("+")[0] in UNBOUNDED or method == "prefill":
         # the document must fit the model's positions; the header, prompt and answer may run a little past
         if limit and length > limit:
             rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
@@ -195,7 +195,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     if method == "streaming-tbt":
         pcfg = PotConfig(size=cfg.pot_size, keep=cfg.pot_size - 1, chunk=1, method="streaming")
     else:
-        pcfg = PotConfig(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, method=method)
+        pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     disp = {"read": 0.0, "answer": 0.0}
     display, note = make_display(length)  # set-up (and the module import) is not counted
     stamps: dict[str, float] = {}
