@@ -85,6 +85,7 @@ class Options:
     nuc_decay: float = 1.0
     recent: int = 0
     span: int = 0
+    share: bool = False
     inputs: List[str] = field(default_factory=list)
 
 
@@ -108,6 +109,7 @@ ChunkOpt = typer.Option(1024, "--chunk", help="Most tokens per forward pass.")
 PoolOpt = typer.Option(0, "--pool", help="InfiniPot option: max-pool CaP scores over N neighbouring entries (0 = off, paper).")
 DecayOpt = typer.Option(1.0, "--nuc-decay", help="InfiniPot option: age survivors' novelty by this factor per cycle (1 = paper).")
 RecentOpt = typer.Option(0, "--recent", help="InfiniPot option: always keep the last N entries (0 = paper).")
+ShareOpt = typer.Option(False, "--share", help="InfiniPot option: one CaP score per entry for all layers and heads (off = paper).")
 SpanOpt = typer.Option(0, "--span", help="InfiniPot option: keep contiguous spans: average scores over N neighbours (0 = paper).")
 
 
@@ -198,7 +200,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                                             stopped_at=r.get("stopped_at")))
         else:
             cfg = PotConfig(size=o.pot_size, keep=o.keep, alpha=o.nuc_ratio, method=o.method, chunk=o.chunk,
-                            pool=o.pool, nuc_decay=o.nuc_decay, recent=o.recent, span=o.span)
+                            pool=o.pool, nuc_decay=o.nuc_decay, recent=o.recent, span=o.span, share=o.share)
             engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, on_event=display.on_event)
             engine.pin(P.header_ids())
 
@@ -331,7 +333,7 @@ def ask(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
 ):
     """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
     with handle_errors():
@@ -351,7 +353,7 @@ def summarize(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
 ):
     """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
     with handle_errors():
@@ -371,7 +373,7 @@ def read(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
 ):
     """Read SOURCE into a pot and save it (--save-pot FILE); ask or summarize later with --load-pot FILE."""
     with handle_errors():

@@ -38,11 +38,12 @@ class PotConfig:
     nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
     recent: int = 0           # InfiniPot option: always keep the last N entries
     span: int = 0             # InfiniPot option: select contiguous spans (sliding-mean scores)
+    share: bool = False       # InfiniPot option: one CaP score per entry shared by all layers and heads
 
     def policy(self) -> Policy:
         opts = {}
         if self.method in ("infinipot", "cap"):
-            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span}
+            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span, "share": self.share}
         return make_policy(self.method, alpha=self.alpha, **opts)
 
     @property
@@ -56,7 +57,8 @@ class PotConfig:
         return cls(method=base, **{**kw, **opts})
 
 
-_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int}
+_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int,
+              "share": lambda v: v.lower() in ("1", "true", "yes")}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:

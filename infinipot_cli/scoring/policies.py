@@ -88,6 +88,8 @@ class InfiniPotPolicy(Policy):
       recent      always keep the last `recent` candidates (a short recency window)
       span        average both scores over a sliding window of `span` entries, so whole spans around
                   salient tokens are kept instead of scattered single tokens
+      share       one CaP score per entry for every layer and head (the mean over all of them): early
+                  layers, whose catalyst attention is mostly local, keep what the deep layers find
     """
 
     alpha: float = 0.5
@@ -95,6 +97,7 @@ class InfiniPotPolicy(Policy):
     nuc_decay: float = 1.0
     recent: int = 0
     span: int = 0
+    share: bool = False
     name: str = "infinipot"
     catalyst: str | None = "prompt"
 
@@ -110,6 +113,8 @@ class InfiniPotPolicy(Policy):
             cap = F.max_pool1d(cap.flatten(0, 1)[:, None], self.pool, stride=1, padding=pad)[:, 0, : inp.n]
             cap = cap.view(inp.cap.shape)
         nov = inp.nov
+        if self.share:
+            cap = cap.mean(dim=(0, 1), keepdim=True).expand_as(cap)
         if self.span and self.span > 1:
             cap, nov = _span_mean(cap, self.span), _span_mean(nov, self.span)
         forced = torch.zeros_like(cap, dtype=torch.bool)
@@ -128,7 +133,7 @@ class InfiniPotPolicy(Policy):
 
     def describe(self) -> dict:
         return {"name": self.name, "alpha": self.alpha, "pool": self.pool, "nuc_decay": self.nuc_decay,
-                "recent": self.recent, "span": self.span}
+                "recent": self.recent, "span": self.span, "share": self.share}
 
 
 class CapPolicy(InfiniPotPolicy):
