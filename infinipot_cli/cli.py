@@ -114,8 +114,7 @@ SpanOpt = typer.Option(0, "--span", help="InfiniPot option: keep contiguous span
 
 
 def _options(**kw) -> Options:
-    o = Options(**{k: v for k, v in kw.items() if v is not None or k in ("model", "catalyst", "device", "dtype",
-                                                                          "save_pot", "load_pot")})
+    o = Options(**{k: v for k, v in kw.items() if not (k == "inputs" and v is None)})  # no -i: the empty list
     if o.method not in METHODS:
         raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)}")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
