@@ -84,8 +84,8 @@ class Options:
     pool: int = 0
     nuc_decay: float = 1.0
     recent: int = 0
-    span: int = 0
-    share: bool = False
+    span: Optional[int] = None     # None: the method's default (32; 0 for infinipot-paper)
+    share: Optional[bool] = None   # None: the method's default (on; off for infinipot-paper)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -95,7 +95,8 @@ ModelOpt = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
 SizeOpt = typer.Option(DEFAULT_SIZE, "--pot-size", help="M: KV entries per layer and head the pot may hold.")
 KeepOpt = typer.Option(DEFAULT_KEEP, "--keep", help="C: entries kept by each distillation (pinned header included).")
 NucOpt = typer.Option(0.5, "--nuc-ratio", help="alpha: share of kept slots chosen by novelty (NuC); the rest by CaP.")
-MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | '.join(METHODS)}.")
+MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | '.join(METHODS)}; infinipot-paper = "
+                         "the paper's exact selection (--span 0 --no-share).")
 CatOpt = typer.Option(None, "--catalyst", help="Your own catalyst prompt text (default: the question, or a general one).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto.")
 DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
@@ -109,14 +110,20 @@ ChunkOpt = typer.Option(1024, "--chunk", help="Most tokens per forward pass.")
 PoolOpt = typer.Option(0, "--pool", help="InfiniPot option: max-pool CaP scores over N neighbouring entries (0 = off, paper).")
 DecayOpt = typer.Option(1.0, "--nuc-decay", help="InfiniPot option: age survivors' novelty by this factor per cycle (1 = paper).")
 RecentOpt = typer.Option(0, "--recent", help="InfiniPot option: always keep the last N entries (0 = paper).")
-ShareOpt = typer.Option(False, "--share", help="InfiniPot option: one CaP score per entry for all layers and heads (off = paper).")
-SpanOpt = typer.Option(0, "--span", help="InfiniPot option: keep contiguous spans: average scores over N neighbours (0 = paper).")
+ShareOpt = typer.Option(None, "--share/--no-share", show_default=False,
+                        help="InfiniPot option: one score per entry for all layers and heads [default: on; off = paper].")
+SpanOpt = typer.Option(None, "--span", show_default=False,
+                       help="InfiniPot option: keep contiguous spans: average scores over N neighbours [default: 32; 0 = paper].")
 
 
 def _options(**kw) -> Options:
     o = Options(**{k: v for k, v in kw.items() if not (k == "inputs" and v is None)})  # no -i: the empty list
-    if o.method not in METHODS:
-        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)}")
+    from .engine import split_method_spec
+
+    if split_method_spec(o.method)[0] not in METHODS:
+        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)} or infinipot-paper")
+    if o.span is not None and o.span < 0:
+        raise UsageError("--span must be 0 (off) or more")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
         raise UsageError(f"unknown --format {o.format!r}; choose auto, pdf, epub, html or text")
     if o.max_new_tokens <= 0:
@@ -124,6 +131,18 @@ def _options(**kw) -> Options:
     if o.chunk <= 0:
         raise UsageError("--chunk must be positive")
     return o
+
+
+def pot_config(o: Options):
+    """The pot configuration (a PotConfig): the method (a name or a spec such as infinipot-paper+recent=64) and
+    its presets, then the explicit options; --span / --share only when given."""
+    from .engine import PotConfig, split_method_spec
+
+    base, spec = split_method_spec(o.method)
+    kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
+          "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
+    kw.update({k: v for k, v in (("span", o.span), ("share", o.share)) if v is not None})
+    return PotConfig(method=base, **kw)
 
 
 def _stdin_piped() -> bool:
@@ -198,8 +217,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                                             sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
                                             stopped_at=r.get("stopped_at")))
         else:
-            cfg = PotConfig(size=o.pot_size, keep=o.keep, alpha=o.nuc_ratio, method=o.method, chunk=o.chunk,
-                            pool=o.pool, nuc_decay=o.nuc_decay, recent=o.recent, span=o.span, share=o.share)
+            cfg = pot_config(o)
             engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, on_event=display.on_event)
             engine.pin(P.header_ids())
 

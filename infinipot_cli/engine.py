@@ -37,8 +37,8 @@ class PotConfig:
     pool: int = 0             # InfiniPot option: max-pool CaP scores over neighbours
     nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
     recent: int = 0           # InfiniPot option: always keep the last N entries
-    span: int = 0             # InfiniPot option: select contiguous spans (sliding-mean scores)
-    share: bool = False       # InfiniPot option: one CaP score per entry shared by all layers and heads
+    span: int = 32            # InfiniPot option: select contiguous spans (sliding-mean scores); 0 = paper
+    share: bool = True        # InfiniPot option: one score per entry shared by all layers and heads; False = paper
 
     def policy(self) -> Policy:
         opts = {}
@@ -52,19 +52,27 @@ class PotConfig:
 
     @classmethod
     def from_spec(cls, spec: str, **kw) -> "PotConfig":
-        """A method spec: a policy name with optional InfiniPot options, e.g. "infinipot+span=32+recent=64"."""
+        """A method spec: a policy name with optional InfiniPot options, e.g. "infinipot-paper+recent=64"."""
         base, opts = split_method_spec(spec)
         return cls(method=base, **{**kw, **opts})
 
+
+# The paper's exact selection (InfiniPot §3.3.3: per-head top-k, no spans), as the method "infinipot-paper".
+# Our defaults differ in two options, measured on the needle bench (issue 6, README "Needle in a haystack"):
+# span=32 (keep contiguous spans) and share=True (one score per entry for every layer and head).
+PAPER_OPTIONS = {"span": 0, "share": False}
+ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int,
               "share": lambda v: v.lower() in ("1", "true", "yes")}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
-    """"infinipot+span=32+alpha=0.25" -> ("infinipot", {"span": 32, "alpha": 0.25})."""
+    """"infinipot+span=16+alpha=0.25" -> ("infinipot", {"span": 16, "alpha": 0.25});
+    "infinipot-paper+pool=7" -> ("infinipot", {"span": 0, "share": False, "pool": 7})."""
     parts = [p.strip() for p in spec.strip().split("+")]
-    opts = {}
+    base, preset = ALIASES.get(parts[0].lower(), (parts[0].lower(), {}))
+    opts = dict(preset)
     for p in parts[1:]:
         key, _, val = p.partition("=")
         key = key.strip().replace("-", "_")
@@ -74,7 +82,7 @@ def split_method_spec(spec: str) -> tuple[str, dict]:
             opts[key] = _SPEC_OPTS[key](val)
         except ValueError as e:
             raise UsageError(f"bad value in {p!r}") from e
-    return parts[0].lower(), opts
+    return base, opts
 
 
 @dataclass

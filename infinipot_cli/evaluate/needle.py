@@ -56,6 +56,19 @@ def cell_needle(cfg: NeedleConfig, length: int, depth: float, trial: int) -> Nee
     return make_needle(kind, f"{cfg.seed}:{length}:{depth}:{trial}")
 
 
+def needle_held(pot, start: int, n: int) -> dict | None:
+    """How much of the needle the pot holds when the question is answered.
+
+    share: needle tokens per (layer, KV head), as a share of the needle, averaged over all heads;
+    whole: share of heads that hold every needle token. None when the needle was not placed.
+    """
+    if start < 0 or n <= 0:
+        return None
+    src = pot.src  # (L, H, S) document position of every entry
+    counts = ((src >= start) & (src < start + n)).sum(-1).float()  # (L, H)
+    return {"share": round(float(counts.mean()) / n, 4), "whole": round(float((counts >= n).float().mean()), 4)}
+
+
 def max_positions(model) -> int | None:
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     return getattr(cfg, "max_position_embeddings", None)
@@ -101,7 +114,9 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     t1 = time.perf_counter()
     answer = eng.answer(ask, max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids())
     answer_s = time.perf_counter() - t1
+    held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     rec.update({
+        "held": held,
         "length": eng.tokens_read, "answer": answer, "correct": needle.check(answer),
         "needle_start": placement.needle_start, "needle_tokens": placement.needle_tokens,
         "depth_actual": round(placement.depth_actual, 4),
@@ -149,12 +164,16 @@ def summarize(trials: list[dict]) -> list[dict]:
     for r in trials:
         key = (r["method"], r["length_target"], r["depth"])
         c = cells.setdefault(key, {"method": key[0], "length": key[1], "depth": key[2], "correct": 0, "n": 0,
-                                   "skipped": None})
+                                   "skipped": None, "held": None})
         if r["skipped"]:
             c["skipped"] = r["skipped"].split(":")[0]
             continue
         c["n"] += 1
         c["correct"] += int(bool(r["correct"]))
+        if r.get("held"):
+            c.setdefault("_held", []).append(r["held"]["share"])
     for c in cells.values():
         c["accuracy"] = c["correct"] / c["n"] if c["n"] else None
+        hs = c.pop("_held", None)
+        c["held"] = round(sum(hs) / len(hs), 4) if hs else None
     return list(cells.values())

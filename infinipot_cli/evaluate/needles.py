@@ -6,8 +6,13 @@ Kinds (each trial draws a fresh needle from a seed, so no single needle string g
   name     "The keeper of the Marrow Point lighthouse is named Ilse Brandt."
   fact     "The secret ingredient in the harbour café's fish stew is smoked paprika."
 
-The answer prefix ends the prompt (e.g. "The pass key is"), so a small model continues with the answer
-instead of chatting; an answer is correct when it contains the expected string, case-insensitively.
+The answer prefix ends the prompt (e.g. "The pass key number in the document is"), so a small model continues
+with the answer instead of chatting; an answer is correct when it contains the expected string, case-insensitively.
+
+The pass-key question is not the paper's "What is the pass key?" / "The pass key is": after that prefix the
+built-in SmolLM2-135M defines what a pass key is ("a small wooden tool used to ...") even with the needle in
+full context — measured 0 of 6 at 1.5K tokens, against 6 of 6 with the question and prefix used here (same
+needle sentence, same haystacks). A bench that the model fails in full context measures nothing about the pot.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def make_needle(kind: str, seed: int | str) -> Needle:
     if kind == "passkey":
         n = str(rng.randint(10000, 99999))
         return Needle(kind, f"The pass key is {n}. Remember it. {n} is the pass key.",
-                      "What is the pass key?", n, "The pass key is")
+                      "What is the pass key number in the document?", n, "The pass key number in the document is")
     if kind == "name":
         role, name = rng.choice(ROLES), f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         return Needle(kind, f"The {role} is named {name}.", f"What is the name of the {role}?", name,

@@ -94,20 +94,27 @@ def console() -> Console:
 # ---- needle -----------------------------------------------------------------------------------------------
 
 def needle_table(summary: list[dict], depths: list[float]) -> Table:
-    """Rows method x length, columns depth (+ all): correct/trials per cell; OOD where a cell was skipped."""
+    """Rows method x length, columns depth (+ all): correct/trials per cell; OOD where a cell was skipped.
+
+    The last column, "held", is the share of the needle's tokens the pot still held when the question was
+    answered (mean over all (layer, KV head) and trials): it separates what the pot lost from what the model
+    answered wrongly with the needle in memory."""
     t = Table(title="Needle in a haystack: correct / trials", title_justify="left")
     t.add_column("method")
     t.add_column("length", justify="right")
     for d in depths:
         t.add_column(f"depth {d:g}", justify="right")
     t.add_column("all", justify="right")
+    t.add_column("held", justify="right")
     rows: dict[tuple, dict] = {}
     for c in summary:
         rows.setdefault((c["method"], c["length"]), {})[c["depth"]] = c
     for (method, length), cells in rows.items():
-        vals, ok, n = [], 0, 0
+        vals, ok, n, held = [], 0, 0, []
         for d in depths:
             c = cells.get(d)
+            if c is not None and c.get("held") is not None:
+                held += [c["held"]] * c["n"]
             if c is None:
                 vals.append("")
             elif c["n"] == 0:
@@ -117,7 +124,7 @@ def needle_table(summary: list[dict], depths: list[float]) -> Table:
                 style = "green" if c["accuracy"] >= 0.999 else ("red" if c["accuracy"] == 0 else "yellow")
                 vals.append(f"[{style}]{c['correct']}/{c['n']}[/{style}]")
         total = f"{ok}/{n} ({100 * ok / n:.0f}%)" if n else "-"
-        t.add_row(method, fmt_tokens(length), *vals, total)
+        t.add_row(method, fmt_tokens(length), *vals, total, f"{100 * sum(held) / len(held):.0f}%" if held else "-")
     return t
 
 
