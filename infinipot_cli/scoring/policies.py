@@ -80,7 +80,8 @@ class Policy:
 class InfiniPotPolicy(Policy):
     """CaP + NuC (§3.3.3, Appendix B Code 1): the top round(alpha*budget) entries by NuC first, the rest by CaP.
 
-    Options beyond the paper (all off by default = the paper's behaviour):
+    Options beyond the paper (all off in this class = the paper's behaviour; the product default, PotConfig,
+    turns on span=32 and share — measured on the needle bench, issue 6 — and `infinipot-paper` turns them off):
       pool        max-pool CaP scores over `pool` neighbouring entries (SnapKV's kernel), so a kept token
                   brings its neighbours: contiguous spans rather than scattered tokens
       nuc_decay   multiply the stored novelty of survivors by this factor each cycle, so the first chunk's
@@ -89,7 +90,8 @@ class InfiniPotPolicy(Policy):
       span        average both scores over a sliding window of `span` entries, so whole spans around
                   salient tokens are kept instead of scattered single tokens
       share       one CaP score per entry for every layer and head (the mean over all of them): early
-                  layers, whose catalyst attention is mostly local, keep what the deep layers find
+                  layers, whose catalyst attention is mostly local, keep what the deep layers find. NuC is
+                  per token already, so with share every head keeps the same subset of the document
     """
 
     alpha: float = 0.5
