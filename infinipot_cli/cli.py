@@ -86,6 +86,7 @@ class Options:
     recent: int = 0
     span: Optional[int] = None     # None: the method's default (32; 0 for infinipot-paper)
     share: Optional[bool] = None   # None: the method's default (on; off for infinipot-paper)
+    share_from: Optional[float] = None  # None: the method's default (0.5)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -112,6 +113,9 @@ DecayOpt = typer.Option(1.0, "--nuc-decay", help="InfiniPot option: age survivor
 RecentOpt = typer.Option(0, "--recent", help="InfiniPot option: always keep the last N entries (0 = paper).")
 ShareOpt = typer.Option(None, "--share/--no-share", show_default=False,
                         help="InfiniPot option: one score per entry for all layers and heads [default: on; off = paper].")
+ShareFromOpt = typer.Option(None, "--share-from", show_default=False,
+                            help="InfiniPot option: the shared score averages the layers from this depth fraction on "
+                                 "[default: 0.5; 0 = all layers].")
 SpanOpt = typer.Option(None, "--span", show_default=False,
                        help="InfiniPot option: keep contiguous spans: average scores over N neighbours [default: 32; 0 = paper].")
 
@@ -124,6 +128,8 @@ def _options(**kw) -> Options:
         raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)} or infinipot-paper")
     if o.span is not None and o.span < 0:
         raise UsageError("--span must be 0 (off) or more")
+    if o.share_from is not None and not 0.0 <= o.share_from < 1.0:
+        raise UsageError("--share-from must be in [0, 1)")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
         raise UsageError(f"unknown --format {o.format!r}; choose auto, pdf, epub, html or text")
     if o.max_new_tokens <= 0:
@@ -141,7 +147,7 @@ def pot_config(o: Options):
     base, spec = split_method_spec(o.method)
     kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
           "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
-    kw.update({k: v for k, v in (("span", o.span), ("share", o.share)) if v is not None})
+    kw.update({k: v for k, v in (("span", o.span), ("share", o.share), ("share_from", o.share_from)) if v is not None})
     return PotConfig(method=base, **kw)
 
 
@@ -350,7 +356,7 @@ def ask(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
 ):
     """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
     with handle_errors():
@@ -370,7 +376,7 @@ def summarize(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
 ):
     """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
     with handle_errors():
@@ -390,7 +396,7 @@ def read(
     device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt,
+    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
 ):
     """Read SOURCE into a pot and save it (--save-pot FILE); ask or summarize later with --load-pot FILE."""
     with handle_errors():

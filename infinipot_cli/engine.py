@@ -39,11 +39,13 @@ class PotConfig:
     recent: int = 0           # InfiniPot option: always keep the last N entries
     span: int = 32            # InfiniPot option: select contiguous spans (sliding-mean scores); 0 = paper
     share: bool = True        # InfiniPot option: one score per entry shared by all layers and heads; False = paper
+    share_from: float = 0.5   # InfiniPot option: the shared score averages the layers from this depth on (0 = all)
 
     def policy(self) -> Policy:
         opts = {}
         if self.method in ("infinipot", "cap"):
-            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span, "share": self.share}
+            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span,
+                    "share": self.share, "share_from": self.share_from}
         return make_policy(self.method, alpha=self.alpha, **opts)
 
     @property
@@ -58,12 +60,13 @@ class PotConfig:
 
 
 # The paper's exact selection (InfiniPot §3.3.3: per-head top-k, no spans), as the method "infinipot-paper".
-# Our defaults differ in two options, measured on the needle bench (issue 6, README "Needle in a haystack"):
-# span=32 (keep contiguous spans) and share=True (one score per entry for every layer and head).
-PAPER_OPTIONS = {"span": 0, "share": False}
+# Our defaults differ, measured on the needle bench (issue 6, README "Needle in a haystack"): span=32 (keep
+# contiguous spans) and share=True with share_from=0.5 (one score per entry for every layer and head: the mean
+# CaP of the deeper half of the layers).
+PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
 
-_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int,
+_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
               "share": lambda v: v.lower() in ("1", "true", "yes")}
 
 

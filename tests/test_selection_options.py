@@ -4,7 +4,7 @@
 import pytest
 import torch
 
-from infinipot_cli.cli import Options, pot_config
+from infinipot_cli.cli import Options, _options, pot_config
 from infinipot_cli.engine import PAPER_OPTIONS, Engine, PotConfig, split_method_spec
 from infinipot_cli.errors import UsageError
 from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
@@ -24,9 +24,10 @@ def rand(seed, shape=(L, H, N)):
 
 # ---- presets and specs ----------------------------------------------------------------------------------
 def test_defaults_and_paper_preset():
-    assert (PotConfig().span, PotConfig().share) == (32, True)
+    assert (PotConfig().span, PotConfig().share, PotConfig().share_from) == (32, True, 0.5)
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
-    assert split_method_spec("infinipot-paper+span=8+alpha=0") == ("infinipot", {"span": 8, "share": False, "alpha": 0.0})
+    assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
+        "infinipot", {"span": 8, "share": False, "share_from": 0.0, "alpha": 0.0})
     cfg = PotConfig.from_spec("infinipot-paper", size=96, keep=48)
     assert (cfg.method, cfg.span, cfg.share, cfg.size) == ("infinipot", 0, False, 96)
     pol = cfg.policy()
@@ -36,7 +37,11 @@ def test_defaults_and_paper_preset():
 
 
 def test_cli_options_override_the_preset():
-    assert (pot_config(Options()).span, pot_config(Options()).share) == (32, True)
+    d = pot_config(Options())
+    assert (d.span, d.share, d.share_from) == (32, True, 0.5)
+    assert pot_config(Options(share_from=0.0)).share_from == 0.0
+    with pytest.raises(UsageError):
+        _options(share_from=1.5)
     paper = pot_config(Options(method="infinipot-paper"))
     assert (paper.method, paper.span, paper.share) == ("infinipot", 0, False)
     mixed = pot_config(Options(method="infinipot-paper", span=16))
@@ -54,6 +59,15 @@ def test_paper_selection_differs_per_head_and_share_makes_it_one_set():
     assert all(torch.equal(shared[l, h], shared[0, 0]) for l in range(L) for h in range(H))
     # the shared score is the mean over all layers and heads
     assert set(shared[0, 0].tolist()) == set(cap.mean(dim=(0, 1)).topk(8).indices.tolist())
+
+
+def test_share_from_averages_only_the_deeper_layers():
+    cap = rand(6, (4, H, N))
+    kept = InfiniPotPolicy(alpha=0.0, share=True, share_from=0.5).select(inputs(cap))
+    assert set(kept[0, 0].tolist()) == set(cap[2:].mean(dim=(0, 1)).topk(8).indices.tolist())
+    assert (kept == kept[:1, :1]).all()                  # still one set for every layer, early ones included
+    cap[2:, :, 7] = 10.0                                  # salient in the deep layers only
+    assert 7 in InfiniPotPolicy(alpha=0.0, share=True, share_from=0.5).select(inputs(cap))[0, 0].tolist()
 
 
 def test_span_keeps_a_contiguous_block_around_a_salient_token():
