@@ -24,7 +24,8 @@ def test_bench_needle_trace(tmp_path, builtin):
     out = tmp_path / "needle"
     r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.5", "--trials", "1",
                                        "--methods", "infinipot,streaming", "--pot-size", "256", "--keep", "128", "--trace",
-                                       "--threads", "1", "--out", str(out)])
+                                       # a 100-token answer budget does not fit beside the pot: a final distillation
+                                       "--max-new-tokens", "100", "--threads", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "needle.json").read_text())
     assert doc["config"]["trace"] is True
