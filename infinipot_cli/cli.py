@@ -122,10 +122,10 @@ SpanOpt = typer.Option(None, "--span", show_default=False,
 
 def _options(**kw) -> Options:
     o = Options(**{k: v for k, v in kw.items() if not (k == "inputs" and v is None)})  # no -i: the empty list
-    from .engine import split_method_spec
+    from .engine import ALIASES, split_method_spec
 
     if split_method_spec(o.method)[0] not in METHODS:
-        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join(METHODS)} or infinipot-paper")
+        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join([*METHODS, *ALIASES])}")
     if o.span is not None and o.span < 0:
         raise UsageError("--span must be 0 (off) or more")
     if o.share_from is not None and not 0.0 <= o.share_from < 1.0:

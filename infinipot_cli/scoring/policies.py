@@ -122,9 +122,10 @@ class InfiniPotPolicy(Policy):
         nov = inp.nov
         if self.share:
             first = min(int(round(self.share_from * cap.shape[0])), cap.shape[0] - 1)
-            cap = cap[first:].mean(dim=(0, 1), keepdim=True).expand_as(cap)
+            cap = cap[first:].mean(dim=(0, 1), keepdim=True)  # (1, 1, N): smoothed once, not once per head
         if self.span and self.span > 1:
             cap, nov = _span_mean(cap, self.span), _span_mean(nov, self.span)
+        cap = cap.expand_as(nov)
         forced = torch.zeros_like(cap, dtype=torch.bool)
         recent = min(self.recent, k)
         if recent:
