@@ -87,6 +87,8 @@ class Options:
     span: Optional[int] = None     # None: the method's default (32; 0 for infinipot-paper)
     share: Optional[bool] = None   # None: the method's default (on; off for infinipot-paper)
     share_from: Optional[float] = None  # None: the method's default (0.5)
+    segment: Optional[int] = None  # None: the method's default (48; 0 for infinipot-paper)
+    relevance: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -117,7 +119,14 @@ ShareFromOpt = typer.Option(None, "--share-from", show_default=False,
                             help="InfiniPot option: the shared score averages the layers from this depth fraction on "
                                  "[default: 0.5; 0 = all layers].")
 SpanOpt = typer.Option(None, "--span", show_default=False,
-                       help="InfiniPot option: keep contiguous spans: average scores over N neighbours [default: 32; 0 = paper].")
+                       help="InfiniPot option: keep contiguous spans: average token scores over N neighbours "
+                            "(used when --segment is 0) [default: 0 = paper].")
+SegmentOpt = typer.Option(None, "--segment", show_default=False,
+                          help="InfiniPot option: keep whole sentences of at most N tokens, ranked by their mean score "
+                               "[default: 48; 0 = single tokens, as the paper].")
+RelevanceOpt = typer.Option(None, "--relevance/--no-relevance", show_default=False,
+                            help="InfiniPot option: with a question as the catalyst, rank by the attention the question "
+                                 "gives beyond the prompt template's [default: on; off = the paper's CaP sum].")
 
 
 def _options(**kw) -> Options:
@@ -128,6 +137,8 @@ def _options(**kw) -> Options:
         raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join([*METHODS, *ALIASES])}")
     if o.span is not None and o.span < 0:
         raise UsageError("--span must be 0 (off) or more")
+    if o.segment is not None and o.segment < 0:
+        raise UsageError("--segment must be 0 (off) or more")
     if o.share_from is not None and not 0.0 <= o.share_from < 1.0:
         raise UsageError("--share-from must be in [0, 1)")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
@@ -141,13 +152,14 @@ def _options(**kw) -> Options:
 
 def pot_config(o: Options):
     """The pot configuration (a PotConfig): the method (a name or a spec such as infinipot-paper+recent=64) and
-    its presets, then the explicit options; --span / --share only when given."""
+    its presets, then the explicit options; --span / --share / --segment / --relevance only when given."""
     from .engine import PotConfig, split_method_spec
 
     base, spec = split_method_spec(o.method)
     kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
           "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
-    kw.update({k: v for k, v in (("span", o.span), ("share", o.share), ("share_from", o.share_from)) if v is not None})
+    given = {"span": o.span, "share": o.share, "share_from": o.share_from, "segment": o.segment, "relevance": o.relevance}
+    kw.update({k: v for k, v in given.items() if v is not None})
     return PotConfig(method=base, **kw)
 
 
@@ -201,7 +213,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             cat_kind, cat_text = "question", question
         else:
             cat_kind, cat_text = "general", None
-        cat_ids = P.catalyst_ids(cat_kind, cat_text)
+        cat_ids, cat_focus = P.catalyst(cat_kind, cat_text)
 
         records: list[SourceRecord] = []
         meta_in: dict = {}
@@ -216,7 +228,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                 if warn_text:
                     warn(warn_text)
             if sources:
-                engine.set_catalyst(cat_ids)
+                engine.set_catalyst(cat_ids, cat_focus)
             for r in meta_in.get("sources", []):
                 units = {k: r[k] for k in ("pages", "chapters") if k in r}
                 records.append(SourceRecord(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"),
@@ -224,7 +236,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                                             stopped_at=r.get("stopped_at")))
         else:
             cfg = pot_config(o)
-            engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, on_event=display.on_event)
+            engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, catalyst_focus=cat_focus,
+                            on_event=display.on_event)
             engine.pin(P.header_ids())
 
         def save(stopped: bool = False) -> None:
@@ -272,9 +285,10 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         answer = ""
         t_ans = time.perf_counter()
         if kind in ("ask", "summarize"):
-            prompt = P.ask_ids(question or "") if kind == "ask" else P.summary_ids()
+            prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
             stream = None if o.json_out else _stdout_writer()
-            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(), on_text=stream)
+            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(), on_text=stream,
+                                   focus=focus)
             if stream:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
@@ -357,6 +371,7 @@ def ask(
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
     recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
+    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
 ):
     """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
     with handle_errors():
@@ -377,6 +392,7 @@ def summarize(
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
     recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
+    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
 ):
     """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
     with handle_errors():
@@ -397,6 +413,7 @@ def read(
     json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
     load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
     recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
+    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
 ):
     """Read SOURCE into a pot and save it (--save-pot FILE); ask or summarize later with --load-pot FILE."""
     with handle_errors():

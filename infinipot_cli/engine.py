@@ -25,6 +25,7 @@ from .pot import MemoryPot
 from .scoring import cap as cap_scores
 from .scoring.nuc import lm_head_logits, novelty
 from .scoring.policies import UNBOUNDED, Policy, SelectionInputs, make_policy
+from .scoring.segments import BoundaryTable, unit_starts
 
 
 @dataclass
@@ -37,15 +38,18 @@ class PotConfig:
     pool: int = 0             # InfiniPot option: max-pool CaP scores over neighbours
     nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
     recent: int = 0           # InfiniPot option: always keep the last N entries
-    span: int = 32            # InfiniPot option: select contiguous spans (sliding-mean scores); 0 = paper
+    span: int = 0             # InfiniPot option: sliding-mean token scores over N neighbours (with segment=0)
     share: bool = True        # InfiniPot option: one score per entry shared by all layers and heads; False = paper
     share_from: float = 0.5   # InfiniPot option: the shared score averages the layers from this depth on (0 = all)
+    relevance: bool = True    # InfiniPot option: with CaP-Q, rank by question relevance (question minus template)
+    segment: int = 48         # InfiniPot option: keep whole sentence segments of at most N entries; 0 = tokens
 
     def policy(self) -> Policy:
         opts = {}
         if self.method in ("infinipot", "cap"):
             opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span,
-                    "share": self.share, "share_from": self.share_from}
+                    "share": self.share, "share_from": self.share_from, "relevance": self.relevance,
+                    "segment": self.segment}
         return make_policy(self.method, alpha=self.alpha, **opts)
 
     @property
@@ -59,15 +63,23 @@ class PotConfig:
         return cls(method=base, **{**kw, **opts})
 
 
-# The paper's exact selection (InfiniPot §3.3.3: per-head top-k, no spans), as the method "infinipot-paper".
-# Our defaults differ, measured on the needle bench (issue 6, README "Needle in a haystack"): span=32 (keep
-# contiguous spans) and share=True with share_from=0.5 (one score per entry for every layer and head: the mean
-# CaP of the deeper half of the layers).
-PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0}
-ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
+# The paper's exact selection (InfiniPot §3.3.3: per-head top-k of single tokens by the CaP sum), as the method
+# "infinipot-paper". Our defaults differ, measured on the needle bench and on real prose (issue 6, README
+# "Needle in a haystack"): segment=48 (keep whole sentences, in document coordinates), relevance=True (with a
+# question, rank by the question's attention beyond the template's) and share=True with share_from=0.5 (one
+# score per entry for every layer and head, from the deeper half of the layers).
+PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False}
+# The previous default (before sentence segments and question relevance): a 32-entry sliding mean of the CaP sum.
+SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False}
+ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
+           "infinipot-span": ("infinipot", SPAN_OPTIONS)}
+
+def _flag(v: str) -> bool:
+    return v.lower() in ("1", "true", "yes", "on")
+
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
-              "share": lambda v: v.lower() in ("1", "true", "yes")}
+              "share": _flag, "relevance": _flag, "segment": int}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
@@ -119,12 +131,14 @@ class Timings:
 
 class Engine:
     def __init__(self, model, tokenizer, config: PotConfig, catalyst_ids: list[int] | None = None,
-                 on_event: Callable[[Event], None] | None = None):
+                 on_event: Callable[[Event], None] | None = None, catalyst_focus: tuple[int, int] | None = None):
         self.model = model
         self.tok = tokenizer
         self.cfg = config
         self.policy = config.policy()
         self.catalyst = list(catalyst_ids or [])
+        self.catalyst_focus = catalyst_focus  # the question's rows inside the catalyst (prompts.Focus)
+        self.boundaries = BoundaryTable(tokenizer)  # sentence ends, for segment selection
         self.on_event = on_event
         self.device = next(model.parameters()).device
         self.pot = MemoryPot(model, config.size if config.bounded else None)
@@ -159,8 +173,9 @@ class Engine:
         if not 0.0 <= c.alpha <= 1.0:
             raise UsageError("--nuc-ratio must be between 0 and 1")
 
-    def set_catalyst(self, ids: list[int]) -> None:
+    def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
         self.catalyst = list(ids)
+        self.catalyst_focus = focus
         self._check_sizes()
 
     # ---- reading --------------------------------------------------------------------------------
@@ -215,8 +230,8 @@ class Engine:
             self._forward(self._take(chunk))
             room -= chunk
         cat, rows = self._catalyst_for(self.catalyst)
-        _, scores = self._forward(self._take(room), cat, rows)
-        self._distill(self.cfg.keep, scores)
+        _, capt = self._forward(self._take(room), cat, rows, focus=self.catalyst_focus)
+        self._distill(self.cfg.keep, capt)
 
     def _where_at(self, index: int) -> str:
         w = ""
@@ -236,23 +251,25 @@ class Engine:
         return [], 0
 
     @torch.no_grad()
-    def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0,
-                 pinned: bool = False) -> tuple[torch.Tensor, dict]:
-        """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, scores).
+    def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
+                 focus: tuple[int, int] | None = None) -> tuple[torch.Tensor, cap_scores.Capture]:
+        """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, capture).
 
         The document part is recorded in the pot; the catalyst's entries are cropped away afterwards.
-        `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token).
+        `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token);
+        `focus`: the question's rows among them (question relevance, scoring/cap.py).
         """
         pol = self.policy
         cat = list(cat or [])
         n = len(ids)
         inp = ids + cat
         if not inp:
-            return torch.zeros(0), {}
+            return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
         t0 = time.perf_counter()
         x = torch.tensor([inp], device=self.device)
-        with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned) as capt:
+        focus = focus if pol.catalyst == "prompt" and rows == len(cat) else None
+        with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
             out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
         hidden = out.last_hidden_state[0]  # (T, d)
         self.timings.forward += time.perf_counter() - t0 - capt.seconds
@@ -281,11 +298,11 @@ class Engine:
         self.pot.crop(base_len + n)
         if not pinned and n:
             self._emit("read")
-        return hidden, capt.scores
+        return hidden, capt
 
     # ---- distillation ---------------------------------------------------------------------------
     @torch.no_grad()
-    def _distill(self, keep: int, scores: dict) -> None:
+    def _distill(self, keep: int, capt: cap_scores.Capture | None) -> None:
         """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE."""
         pot, pol = self.pot, self.policy
         S = len(pot)
@@ -294,11 +311,18 @@ class Engine:
             return
         t0 = time.perf_counter()
         L, H = pot.num_layers, pot.num_kv_heads
-        cap = None
-        if pol.catalyst is not None and scores:
-            cap = torch.stack([scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+        cap = rel = starts = None
+        if pol.catalyst is not None and capt is not None and capt.scores:
+            cap = torch.stack([capt.scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+            if capt.relevance:
+                rel = torch.stack([capt.relevance[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+        if getattr(pol, "segment", 0):
+            rows = slice(0, 1) if getattr(pol, "share", False) else slice(None)  # shared: every head is alike
+            src, tok = pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:]
+            starts = unit_starts(src, tok, self.boundaries).expand(L, H, S - npin)  # (L, H, N)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, cap=cap, nov=pot.nov[..., npin:],
-                              acc=pot.acc[..., npin:] if pol.needs_acc else None, shape=(L, H))
+                              acc=pot.acc[..., npin:] if pol.needs_acc else None, shape=(L, H), rel=rel,
+                              starts=starts)
         chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         forced = getattr(pol, "last_nuc", None)
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
@@ -315,12 +339,14 @@ class Engine:
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], max_new_tokens: int = 256, stop_ids: set[int] | None = None,
-               on_text: Callable[[str], None] | None = None, final_distill: bool = True) -> str:
+               on_text: Callable[[str], None] | None = None, final_distill: bool = True,
+               focus: tuple[int, int] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
-        prompt as the catalyst. The pot itself is left as it was before the prompt (the prompt and the
-        answer are cropped away afterwards), so the same pot can answer again.
+        prompt as the catalyst (`focus`: the question's tokens in it). The pot itself is left as it was
+        before the prompt (the prompt and the answer are cropped away afterwards), so the same pot can
+        answer again.
         """
         self.finish()
         t0 = time.perf_counter()
@@ -334,9 +360,9 @@ class Engine:
                     f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
                     f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
             if len(pot) > limit and final_distill:
-                self._final_distill(prompt_ids, min(cfg.keep, limit))
+                self._final_distill(prompt_ids, min(cfg.keep, limit), focus)
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
-            self._final_distill(prompt_ids, cfg.keep)
+            self._final_distill(prompt_ids, cfg.keep, focus)
         base = len(pot)
         x = torch.tensor([prompt_ids], device=self.device)
         out = self.model.model(input_ids=x, past_key_values=pot.cache, use_cache=True)
@@ -369,13 +395,13 @@ class Engine:
         self._emit("done")
         return final.strip()
 
-    def _final_distill(self, prompt_ids: list[int], keep: int) -> None:
+    def _final_distill(self, prompt_ids: list[int], keep: int, focus: tuple[int, int] | None = None) -> None:
         """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question)."""
-        scores: dict = {}
+        capt = None
         cat, rows = self._catalyst_for(prompt_ids)
         if rows:
-            _, scores = self._forward([], cat if cat else list(prompt_ids), rows)
-        self._distill(keep, scores)
+            _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
+        self._distill(keep, capt)
 
     # ---- events ---------------------------------------------------------------------------------
 

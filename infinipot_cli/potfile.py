@@ -35,7 +35,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from . import __version__
-from .engine import Engine, PotConfig
+from .engine import PAPER_OPTIONS, Engine, PotConfig
 from .errors import InfinipotError, InputError, UsageError
 from .model import fingerprint
 
@@ -418,12 +418,22 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
         raise InputError(f"{path} does not fit {ours}: hidden size {ph.shape[0]}, the model has {cfg_m.hidden_size}")
 
     saved_cfg = meta["config"] if isinstance(meta["config"], dict) else {}
+    # A pot saved before an option existed was made without it: options missing from its config take the
+    # paper's values (PAPER_OPTIONS), not today's defaults, so it keeps selecting the way it did.
+    saved_cfg = {**PAPER_OPTIONS, **saved_cfg}
     try:
         cfg = PotConfig(**{k: v for k, v in saved_cfg.items() if k in CONFIG_FIELDS})
         engine = Engine(model, tokenizer, cfg, catalyst_ids=tensors["catalyst"].tolist(), on_event=on_event)
     except (UsageError, ValueError, TypeError) as e:
         raise InputError(f"{path} is corrupt: its pot settings are invalid ({e})") from e
 
+    cat = meta.get("catalyst") if isinstance(meta.get("catalyst"), dict) else {}
+    if cat.get("kind") in ("question", "text"):  # which catalyst rows are the question (scoring/cap.py)
+        from .prompts import Prompts
+
+        ids, focus = Prompts(tokenizer).catalyst(cat["kind"], cat.get("text"))
+        if ids == engine.catalyst:
+            engine.catalyst_focus = focus
     pot = engine.pot
     device = engine.device
     dtype = next(model.parameters()).dtype

@@ -6,6 +6,10 @@ and the reading instruction) is pinned in the pot; the tail closes the user turn
 the assistant turn. A catalyst is the tail of a request (InfiniPot §3.3.1, Table 2): CaP-Q uses the user's
 question, CaP-G a general "summarize the critical points" request. The header never depends on the question,
 so one pot can answer many questions.
+
+Catalysts and final prompts also say which of their tokens are the user's own words (the *focus*: the
+question of CaP-Q, the text of a custom catalyst), so the CaP capture can tell question relevance from the
+template's generic attention (scoring/cap.py). CaP-G has no focus: its scores are the paper's plain sum.
 """
 
 from __future__ import annotations
@@ -19,8 +23,14 @@ CAP_G = "Summarize the critical points of the document above."
 SUMMARY_REQUEST = "Write a concise summary of the document above: its main points in a few short paragraphs."
 
 
+QUESTION_LEAD = "Answer the question using the document above.\nQuestion: "
+
+
 def question_request(question: str) -> str:
-    return f"Answer the question using the document above.\nQuestion: {question.strip()}"
+    return QUESTION_LEAD + question.strip()
+
+
+Focus = tuple[int, int] | None  # [start, stop) token range of the user's words inside a prompt
 
 
 @dataclass
@@ -55,18 +65,46 @@ class Prompts:
     def tail_ids(self, request: str, answer_prefix: str = "") -> list[int]:
         return self.encode(self.tail_fmt.format(request=request) + answer_prefix)
 
+    def tail_focus(self, request: str, focus_text: str | None, answer_prefix: str = "") -> tuple[list[int], Focus]:
+        """tail_ids(request, answer_prefix) and the token range of `focus_text`, the end of `request`."""
+        text = self.tail_fmt.format(request=request) + answer_prefix
+        if not focus_text:
+            return self.encode(text), None
+        stop = len(self.tail_fmt.format(request="\x00").split("\x00")[0]) + len(request)
+        return self.encode_span(text, stop - len(focus_text), stop)
+
+    def encode_span(self, text: str, start: int, stop: int) -> tuple[list[int], Focus]:
+        """Token ids of `text` and the range of tokens that overlap characters [start, stop)."""
+        try:
+            enc = self.tok(text, add_special_tokens=False, return_offsets_mapping=True)
+            ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
+            inside = [i for i, (a, b) in enumerate(offsets) if b > a and b > start and a < stop]
+            return ids, ((inside[0], inside[-1] + 1) if inside else None)
+        except (NotImplementedError, ValueError, TypeError, KeyError):  # slow tokenizers have no offsets
+            ids = self.encode(text)
+            f0, f1 = len(self.encode(text[:start])), len(self.encode(text[:stop]))
+            return ids, ((f0, min(f1, len(ids))) if f1 > f0 else None)
+
     # catalysts --------------------------------------------------------------------------------------
-    def catalyst_ids(self, kind: str, text: str | None = None) -> list[int]:
-        """kind: "question" (CaP-Q, text = the question), "general" (CaP-G) or "text" (a user catalyst)."""
+    def catalyst(self, kind: str, text: str | None = None) -> tuple[list[int], Focus]:
+        """(ids, focus). kind: "question" (CaP-Q, text = the question), "general" (CaP-G, no focus) or
+        "text" (a user catalyst: all of its text is the focus)."""
         if kind == "question":
-            return self.tail_ids(question_request(text or ""))
-        if kind == "text":
-            return self.tail_ids(text or CAP_G)
-        return self.tail_ids(CAP_G)
+            return self.tail_focus(question_request(text or ""), (text or "").strip())
+        if kind == "text" and text:
+            return self.tail_focus(text, text)
+        return self.tail_focus(CAP_G, None)
+
+    def catalyst_ids(self, kind: str, text: str | None = None) -> list[int]:
+        return self.catalyst(kind, text)[0]
 
     # final prompts ----------------------------------------------------------------------------------
+    def ask(self, question: str, answer_prefix: str = "") -> tuple[list[int], Focus]:
+        """The final prompt for a question, and the question's token range in it."""
+        return self.tail_focus(question_request(question), question.strip(), answer_prefix)
+
     def ask_ids(self, question: str, answer_prefix: str = "") -> list[int]:
-        return self.tail_ids(question_request(question), answer_prefix)
+        return self.ask(question, answer_prefix)[0]
 
     def summary_ids(self) -> list[int]:
         return self.tail_ids(SUMMARY_REQUEST)

@@ -147,14 +147,18 @@ def test_cap_scores_equal_eager_attention(arch_model):
     x = torch.tensor([ids + CATALYST])
     P = len(CATALYST)
     with torch.no_grad():
-        with cap_scores.capture(rows=P) as capt:
+        with cap_scores.capture(rows=P, focus=(2, 4)) as capt:
             model(x)
         att = eager(x, output_attentions=True).attentions
     cfg = model.config
     H, Hq = cfg.num_key_value_heads, cfg.num_attention_heads
     for layer, a in enumerate(att):
-        ref = a[0, :, -P:, :].sum(1).view(H, Hq // H, -1).sum(1)  # (H_kv, S)
+        rows = a[0, :, -P:, :]  # (Hq, P, S)
+        ref = rows.sum(1).view(H, Hq // H, -1).sum(1)  # (H_kv, S)
         torch.testing.assert_close(capt.scores[layer], ref.float(), atol=1e-5, rtol=1e-4)
+        # question relevance: the mean of the focus rows minus the mean of the template rows before them
+        rel = (rows[:, 2:4].mean(1) - rows[:, :2].mean(1)).view(H, Hq // H, -1).sum(1)
+        torch.testing.assert_close(capt.relevance[layer], rel.float(), atol=1e-5, rtol=1e-4)
 
 
 def test_cap_scores_over_a_cache_equal_eager(arch_model):

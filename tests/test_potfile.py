@@ -119,6 +119,26 @@ def test_round_trip_is_exact(tmp_path, model, tok):
     assert eng.answer(prompt, max_new_tokens=6) == eng2.answer(prompt, max_new_tokens=6)
 
 
+def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, model, tok):
+    """Options missing from a saved config (the pot predates them) load with the paper's values, not today's
+    defaults; a question catalyst gets its focus rows back (scoring/cap.py)."""
+    import infinipot_cli.potfile as pf
+    from infinipot_cli.prompts import Prompts
+
+    eng = _engine(model, tok)
+    cat, focus = Prompts(tok).catalyst("question", "Who wrote the letter?")
+    eng.set_catalyst(cat, focus)
+    monkeypatch.setattr(pf, "CONFIG_FIELDS", tuple(f for f in pf.CONFIG_FIELDS if f not in ("segment", "relevance")))
+    path = tmp_path / "old.pot"
+    save_pot(path, eng, {"sources": SOURCES, "model": "tiny-llama",
+                         "catalyst": {"kind": "question", "text": "Who wrote the letter?"}})
+    monkeypatch.undo()
+    assert "segment" not in read_meta(path)["config"]
+    old, _ = load_pot(path, model, tok)
+    assert (old.cfg.segment, old.cfg.relevance, old.cfg.share) == (0, False, True)
+    assert old.catalyst == cat and old.catalyst_focus == focus is not None
+
+
 def test_save_pot_before_anything_read(tmp_path, model, tok):
     eng = Engine(model, tok, PotConfig(size=96, keep=48, chunk=32), catalyst_ids=CATALYST)
     save_pot(tmp_path / "empty.pot", eng)
@@ -249,8 +269,8 @@ def test_read_meta_and_inspect(saved, tok):
     meta = read_meta(path)
     assert meta["format_version"] == 1 and meta["model"] == "tiny-llama"
     assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32, "pool": 0,
-                              "nuc_decay": 1.0, "recent": 0, "span": 32, "share": True,
-                              "share_from": 0.5}
+                              "nuc_decay": 1.0, "recent": 0, "span": 0, "share": True,
+                              "share_from": 0.5, "relevance": True, "segment": 48}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
     assert meta["entries"] == len(eng.pot) and meta["n_pinned"] == len(HEADER)
@@ -280,7 +300,9 @@ def test_read_meta_and_inspect(saved, tok):
     # top=... large: every span; together they are exactly the union of kept positions
     every = inspect_pot(path, tok, top=10_000)["passages"]
     assert sum(p["tokens"] for p in every) == union.numel()
-    assert every[0]["where"] == "p. 1" and every[-1]["where"] == "p. 4" and every[-1]["end"] <= eng.tokens_read
+    # every passage is labelled with the page it starts on (pages are 100 tokens each, see _engine)
+    assert [p["where"] for p in every] == [f"p. {p['start'] // 100 + 1}" for p in every]
+    assert every[-1]["end"] <= eng.tokens_read
 
     assert inspect_pot(path, bins=1000)["strip"]["bins"] == eng.tokens_read
     quick = inspect_pot(path, verify=False)

@@ -1,5 +1,6 @@
-"""InfiniPot selection options beyond the paper (issue 6): span, share, pool, recent, nuc_decay, and the
-`infinipot-paper` preset that switches our defaults back to the paper's per-head selection."""
+"""InfiniPot selection options beyond the paper (issue 6): segment, relevance, span, share, pool, recent,
+nuc_decay, and the presets: `infinipot-paper` (the paper's per-head selection) and `infinipot-span` (the previous
+default). Segments and relevance themselves: test_segments.py."""
 
 import pytest
 import torch
@@ -13,6 +14,13 @@ from tiny_models import VOCAB, make_model
 L, H, N = 3, 2, 64
 
 
+class WordTok:
+    """A stand-in tokenizer: id 7 is a full stop, every other id a word."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join("." if i == 7 else f" w{i}" for i in ids)
+
+
 def inputs(cap, nov=None, budget=8):
     nov = torch.zeros_like(cap) if nov is None else nov
     return SelectionInputs(budget=budget, n=cap.shape[-1], cap=cap, nov=nov, acc=None, shape=tuple(cap.shape[:2]))
@@ -24,21 +32,29 @@ def rand(seed, shape=(L, H, N)):
 
 # ---- presets and specs ----------------------------------------------------------------------------------
 def test_defaults_and_paper_preset():
-    assert (PotConfig().span, PotConfig().share, PotConfig().share_from) == (32, True, 0.5)
+    d = PotConfig()
+    assert (d.segment, d.relevance, d.span, d.share, d.share_from) == (48, True, 0, True, 0.5)
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
     assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
-        "infinipot", {"span": 8, "share": False, "share_from": 0.0, "alpha": 0.0})
+        "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "alpha": 0.0})
+    prev = PotConfig.from_spec("infinipot-span")
+    assert (prev.segment, prev.relevance, prev.span, prev.share) == (0, False, 32, True)
+    assert split_method_spec("infinipot+relevance=off+segment=16") == ("infinipot", {"relevance": False, "segment": 16})
     cfg = PotConfig.from_spec("infinipot-paper", size=96, keep=48)
     assert (cfg.method, cfg.span, cfg.share, cfg.size) == ("infinipot", 0, False, 96)
     pol = cfg.policy()
-    assert (pol.span, pol.share, pol.alpha) == (0, False, 0.5)
+    assert (pol.span, pol.share, pol.alpha, pol.segment, pol.relevance) == (0, False, 0.5, 0, False)
     with pytest.raises(UsageError):
         split_method_spec("infinipot+spam=3")
 
 
 def test_cli_options_override_the_preset():
     d = pot_config(Options())
-    assert (d.span, d.share, d.share_from) == (32, True, 0.5)
+    assert (d.segment, d.relevance, d.span, d.share, d.share_from) == (48, True, 0, True, 0.5)
+    assert pot_config(Options(segment=0, relevance=False)).segment == 0
+    assert pot_config(Options(method="infinipot-paper", segment=32)).segment == 32
+    with pytest.raises(UsageError):
+        _options(segment=-1)
     assert pot_config(Options(share_from=0.0)).share_from == 0.0
     with pytest.raises(UsageError):
         _options(share_from=1.5)
@@ -112,14 +128,16 @@ def test_engine_default_keeps_one_document_subset_for_every_head(arch):
     ids = torch.randint(10, VOCAB, (300,), generator=torch.Generator().manual_seed(5)).tolist()
 
     def read(cfg):
-        eng = Engine(model, None, cfg, catalyst_ids=[20, 21, 22])
+        eng = Engine(model, WordTok(), cfg, catalyst_ids=[20, 21, 22])
         eng.pin([3, 4, 5])
         eng.feed(ids)
         eng.finish()
         assert eng.cycles > 0
         return eng.pot.src
 
-    src = read(PotConfig(size=96, keep=48, chunk=32, span=8))
+    src = read(PotConfig(size=96, keep=48, chunk=32))
     assert (src == src[:1, :1]).all()                    # one subset of the document, the same in every head
+    src = read(PotConfig(size=96, keep=48, chunk=32, segment=0, span=8))
+    assert (src == src[:1, :1]).all()
     paper = read(PotConfig.from_spec("infinipot-paper", size=96, keep=48, chunk=32))
     assert not (paper == paper[:1, :1]).all()            # the paper selects per (layer, head)

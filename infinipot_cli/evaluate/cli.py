@@ -18,6 +18,7 @@ import typer
 
 from ..errors import InfinipotError, UsageError
 from ..scoring.policies import METHODS
+from .haystack import check_haystack
 
 bench_app = typer.Typer(
     name="bench",
@@ -33,8 +34,10 @@ DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float1
 ChunkOpt = typer.Option(1024, "--chunk", min=1, help="Most tokens per forward pass.")
 PotOpt = typer.Option(2048, "--pot-size", "-M", min=1, help="Pot size M: KV entries per (layer, head).")
 KeepOpt = typer.Option(1024, "--keep", "-C", min=1, help="Entries kept by a distillation (C < M).")
-HaystackOpt = typer.Option(None, "--haystack", help="A text file to use as the haystack (repeated as needed); "
-                                                    "default: built-in varied prose.")
+HaystackOpt = typer.Option(None, "--haystack", help="The haystack: builtin (varied generated prose, the default), "
+                                                    "python-docs (real prose: the Python language reference, "
+                                                    "shipped with Python) or a text file (from a seed-chosen line, "
+                                                    "repeated as needed).")
 ThreadsOpt = typer.Option(None, "--threads", min=1, help="torch CPU threads (default: torch's choice).")
 SeedOpt = typer.Option(0, "--seed", help="Seed for haystacks and needles.")
 
@@ -88,7 +91,7 @@ def needle_cmd(
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
-    haystack: Optional[Path] = HaystackOpt,
+    haystack: Optional[str] = HaystackOpt,
     kinds: str = typer.Option("all", "--kinds", help="Needle kinds, rotated over cells: passkey (the paper's task), "
                                                      "name, fact, or all."),
     needle: Optional[str] = typer.Option(None, "--needle", help="Your own needle sentence (with --question and --expect)."),
@@ -117,11 +120,10 @@ def needle_cmd(
                            depths=report.parse_depths(depths), trials=trials, pot_size=pot_size, keep=keep,
                            chunk=chunk, kinds=parse_kinds(kinds),
                            needle=custom_needle(needle, question, expect, answer_prefix),
-                           haystack=str(haystack) if haystack else None, seed=seed, max_new_tokens=max_new_tokens,
+                           haystack=haystack or None, seed=seed, max_new_tokens=max_new_tokens,
                            trace=trace)
         _check_pot(pot_size, keep, chunk)
-        if haystack is not None and not haystack.is_file():
-            raise UsageError(f"--haystack {haystack}: no such file")
+        check_haystack(haystack)
         lm = _load(model, device, dtype, threads)
         total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods)
         progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods), enabled=not quiet)
@@ -172,7 +174,7 @@ def speed_cmd(
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
-    haystack: Optional[Path] = HaystackOpt,
+    haystack: Optional[str] = HaystackOpt,
     gen_tokens: int = typer.Option(16, "--gen-tokens", min=1, help="Tokens generated after reading (TTFT, decode speed)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
@@ -185,11 +187,10 @@ def speed_cmd(
     try:
         cfg = SpeedConfig(methods=report.parse_methods(methods, SPEED_METHODS), lengths=report.parse_lengths(lengths),
                           pot_size=pot_size, keep=keep, chunk=chunk, model=model, device=device, dtype=dtype,
-                          haystack=str(haystack) if haystack else None, seed=seed, gen_tokens=gen_tokens,
+                          haystack=haystack or None, seed=seed, gen_tokens=gen_tokens,
                           threads=threads)
         _check_pot(pot_size, keep, chunk)
-        if haystack is not None and not haystack.is_file():
-            raise UsageError(f"--haystack {haystack}: no such file")
+        check_haystack(haystack)
         from ..model import pick_device, pick_dtype, resolve_model_path
 
         pick_dtype(dtype, pick_device(device))  # bad flags fail here, not once per worker

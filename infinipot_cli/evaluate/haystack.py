@@ -1,11 +1,16 @@
 """Haystacks for the needle test: endless streams of text, cut into tokens lazily.
 
 A haystack is an iterator of *units* — short strings (about a sentence each, carrying their own leading
-space or paragraph break) that can be tokenized on their own and concatenated. Two sources:
+space or paragraph break) that can be tokenized on their own and concatenated. Three sources, chosen by
+`haystack_units(spec, seed)` (the bench's `--haystack`):
 
-  builtin_units(seed)   varied, natural-ish prose generated deterministically from a seed: a dozen topics,
-                        two dozen sentence templates, word lists per topic; paragraphs of 3-7 sentences
-  file_units(path)      any text file, read in blocks (never whole) and repeated as often as needed
+  builtin_units(seed)        (default, "builtin") varied, natural-ish prose generated deterministically from
+                             a seed: a dozen topics, two dozen sentence templates, word lists per topic
+  python_docs_units(seed)    ("python-docs") real prose that every Python installation carries: the Python
+                             language reference's topics (``pydoc_data.topics``, ~465 KB of English text),
+                             starting at a topic chosen by the seed and repeated as needed
+  file_units(path, seed)     any text file (real prose: a novel, a report), read in blocks (never whole) from
+                             an offset chosen by the seed, wrapping around as often as needed
 
 `token_pieces` turns a unit stream into token-id pieces of about `piece` tokens whose total is exactly
 `length`, with the needle's tokens inserted at a sentence boundary `depth` of the way through (by token
@@ -15,6 +20,7 @@ no more memory than a 4K one.
 
 from __future__ import annotations
 
+import io
 import random
 import re
 from dataclasses import dataclass
@@ -228,8 +234,16 @@ def _split_units(text: str) -> list[str]:
     return out
 
 
-def file_units(path: str | Path) -> Iterator[str]:
-    """Units of a text file, read in 64 KB blocks and repeated forever (a blank line between repetitions)."""
+def _seed_fraction(seed) -> float:
+    return random.Random(f"haystack-offset:{seed}").random()
+
+
+def file_units(path: str | Path, seed: int | str | None = None) -> Iterator[str]:
+    """Units of a text file, read in 64 KB blocks and repeated forever (a blank line between repetitions).
+
+    With a seed, the first pass starts at a seed-chosen line (so the cells of a bench read different
+    stretches of a long file); None starts at the beginning.
+    """
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"--haystack {path}: no such file")
@@ -238,8 +252,14 @@ def file_units(path: str | Path) -> Iterator[str]:
             f.seek(0)
             if not f.read().strip():
                 raise UsageError(f"--haystack {path} holds no text")
+    start = int(_seed_fraction(seed) * p.stat().st_size) if seed is not None else 0
     while True:
-        with p.open("r", encoding="utf-8", errors="replace") as f:
+        with p.open("rb") as raw:
+            if start:
+                raw.seek(start)
+                raw.readline()  # to the next line start: never split a UTF-8 character or a word
+            start = 0
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
             carry = ""
             while True:
                 block = f.read(BLOCK_CHARS)
@@ -257,6 +277,42 @@ def file_units(path: str | Path) -> Iterator[str]:
             if carry:
                 yield from _split_units(carry)
         yield "\n\n"
+
+
+# ---- real prose that ships with Python ---------------------------------------------------------------------
+
+def python_docs_units(seed: int | str = 0) -> Iterator[str]:
+    """Endless real prose: the Python language reference's topics (pydoc_data.topics, in the standard
+    library), from a seed-chosen topic on, wrapping around."""
+    try:
+        from pydoc_data.topics import topics
+    except ImportError as e:  # some distributions strip it
+        raise UsageError("--haystack python-docs: this Python has no pydoc_data module; give a text file") from e
+    names = sorted(topics)
+    first = int(_seed_fraction(seed) * len(names))
+    while True:
+        for name in names[first:] + names[:first]:
+            yield from _split_units("\n\n" + topics[name].strip())
+
+
+HAYSTACKS = {"builtin": "built-in varied prose (generated)", "python-docs": "the Python language reference (real prose)"}
+
+
+def haystack_units(spec: str | None, seed: int | str) -> Iterator[str]:
+    """The haystack named by `spec` (None / "builtin", "python-docs", or a text file's path), seeded."""
+    if spec in (None, "", "builtin"):
+        return builtin_units(seed)
+    if spec == "python-docs":
+        return python_docs_units(seed)
+    return file_units(spec, seed)
+
+
+def check_haystack(spec: str | None) -> None:
+    """A usage error now (not in the middle of a bench) for a haystack that is neither a name nor a file."""
+    if spec in (None, "") or spec in HAYSTACKS:
+        return
+    if not Path(spec).is_file():
+        raise UsageError(f"--haystack {spec}: no such file (or use one of: {', '.join(HAYSTACKS)})")
 
 
 # ---- tokens -------------------------------------------------------------------------------------------

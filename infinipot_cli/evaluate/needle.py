@@ -16,7 +16,7 @@ from typing import Callable
 from ..engine import Engine, PotConfig, split_method_spec
 from ..prompts import Prompts
 from ..scoring.policies import METHODS, UNBOUNDED
-from .haystack import Placement, builtin_units, file_units, token_pieces
+from .haystack import Placement, haystack_units, token_pieces
 from .needles import Needle, make_needle
 from .progress import Progress, fmt_tokens
 
@@ -32,7 +32,7 @@ class NeedleConfig:
     chunk: int = 1024
     kinds: list[str] = field(default_factory=lambda: ["passkey", "name", "fact"])
     needle: Needle | None = None      # a fixed user needle instead of drawn ones
-    haystack: str | None = None       # a text file; None = the built-in varied haystack
+    haystack: str | None = None       # "python-docs", a text file, or None = the built-in varied haystack
     seed: int = 0
     max_new_tokens: int = 16
     piece: int = 1024                 # tokens per engine.feed call
@@ -83,7 +83,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
                  "expect": needle.expect, "answer_prefix": needle.answer_prefix, "answer": None, "correct": None,
                  "skipped": None, "pot_size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk}
     header = prompts.header_ids()
-    ask = prompts.ask_ids(needle.question, answer_prefix=needle.answer_prefix)
+    ask, ask_focus = prompts.ask(needle.question, answer_prefix=needle.answer_prefix)
     limit = max_positions(lm.model)
     if split_method_spec(method)[0] in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
         rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
@@ -102,9 +102,9 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         if tracer is not None:
             tracer.on_event(ev, eng)
 
-    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=prompts.catalyst_ids("question", needle.question),
-                 on_event=on_event)
-    units = file_units(cfg.haystack) if cfg.haystack else builtin_units(f"{cfg.seed}:{length}:{depth}:{trial}")
+    cat, cat_focus = prompts.catalyst("question", needle.question)
+    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
+    units = haystack_units(cfg.haystack, f"{cfg.seed}:{length}:{depth}:{trial}")
     t0 = time.perf_counter()
     eng.pin(header)
     for ids in token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece, placement=placement):
@@ -112,7 +112,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     eng.finish()
     read_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    answer = eng.answer(ask, max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids())
+    answer = eng.answer(ask, max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(), focus=ask_focus)
     answer_s = time.perf_counter() - t1
     held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     rec.update({

@@ -39,7 +39,7 @@ from ..engine import Engine, PotConfig
 from ..prompts import Prompts
 from ..scoring.nuc import lm_head_logits
 from ..scoring.policies import METHODS, UNBOUNDED
-from .haystack import builtin_units, file_units, token_pieces
+from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
 
 PSEUDO = ["plain", "prefill", "streaming-tbt"]
@@ -138,7 +138,7 @@ def close_display(display) -> None:
 
 
 def _units(cfg: SpeedConfig, length: int):
-    return file_units(cfg.haystack) if cfg.haystack else builtin_units(f"speed:{cfg.seed}:{length}")
+    return haystack_units(cfg.haystack, f"speed:{cfg.seed}:{length}")
 
 
 # ---- one measurement (runs inside the worker process) ---------------------------------------------------
@@ -212,8 +212,8 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
             disp[phase[0]] += time.perf_counter() - t
 
     prompts = Prompts(lm.tokenizer)
-    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=prompts.catalyst_ids("question", QUESTION),
-                 on_event=on_event)
+    cat, cat_focus = prompts.catalyst("question", QUESTION)
+    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
     t0 = time.perf_counter()
     eng.pin(header)
     for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
@@ -223,7 +223,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
-    eng.answer(ask, max_new_tokens=cfg.gen_tokens, stop_ids=set())
+    eng.answer(ask, max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=prompts.ask(QUESTION)[1])
     t2 = time.perf_counter()
     close_display(display)
     disp["answer"] += time.perf_counter() - t2

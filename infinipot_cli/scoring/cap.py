@@ -10,6 +10,18 @@ this module wraps that function and computes only the CaP rows itself, from the 
 and keys the model attends with (paper, Appendix B, footnote 10). The same wrapper also serves two
 baselines: H2O (column sums of *all* query rows, accumulated) and TOVA (the last query row only).
 
+Question relevance (beyond the paper, issue 6). A CaP-Q catalyst is a fixed template ("(End of the
+document.) Answer the question using the document above. Question:") followed by the user's question. When
+the capture knows which rows are the question (`focus`), it also records, per layer and KV head,
+
+    rel[l, h, t] = sum_{q in group(h)} ( mean_{i in question rows} p_qi[t]  -  mean_{i in template rows} p_qi[t] )
+
+the attention the question gives entry t beyond what the generic template gives it. The template rows
+attend where any request attends — sinks, recent text, punctuation, " the" — so the difference leaves what
+is specific to the question. Measured on the built-in model (84 distillations, needles of three kinds):
+the needle's sentence ranked first among ~120 sentence segments in the median case (the plain CaP sum:
+44 candidate tokens ahead of it, up to 165).
+
 Register once with :func:`register_attention`; select the rows to capture with :func:`capture`.
 """
 
@@ -30,23 +42,35 @@ class Capture:
 
     rows: capture the last `rows` query rows (CaP rows, or 1 for TOVA); 0 = none.
     all_rows: accumulate column sums of every query row (H2O).
+    focus: (start, stop) of the question inside the captured rows; the rows before `start` are the template.
     scores: layer index -> (H_kv, S_kv) float32 summed probabilities, filled by the attention wrapper.
+    relevance: layer index -> (H_kv, S_kv) float32 question-minus-template attention (only with `focus`).
     """
 
     rows: int = 0
     all_rows: bool = False
+    focus: tuple[int, int] | None = None
     scores: dict[int, torch.Tensor] = field(default_factory=dict)
+    relevance: dict[int, torch.Tensor] = field(default_factory=dict)
     seconds: float = 0.0  # time spent computing the captured rows
 
 
 _ACTIVE: Capture | None = None
 
 
+def valid_focus(focus, rows: int) -> tuple[int, int] | None:
+    """`focus` when it is a non-empty question range with template rows before it, inside `rows`; else None."""
+    if focus is None:
+        return None
+    start, stop = int(focus[0]), int(focus[1])
+    return (start, stop) if 0 < start < stop <= rows else None
+
+
 @contextlib.contextmanager
-def capture(rows: int = 0, all_rows: bool = False):
+def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None = None):
     """Within this block, every attention layer records CaP/H2O scores into the yielded Capture."""
     global _ACTIVE
-    prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows)
+    prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows, focus=valid_focus(focus, rows))
     try:
         yield _ACTIVE
     finally:
@@ -115,8 +139,12 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
         else:
             r = min(cap.rows, q_len)
             m = _rows_mask(attention_mask, q_len, kv_len, q_len - r, q_len, query.device)
-            p = _group_logits(module, query[:, :, q_len - r:], key, m, scaling, softcap)
+            p = _group_logits(module, query[:, :, q_len - r:], key, m, scaling, softcap)  # (B, Hkv, G, r, S)
             cap.scores[module.layer_idx] = p.sum(dim=(2, 3))[0]  # (Hkv, S)
+            if cap.focus is not None and r == cap.rows:
+                f0, f1 = cap.focus
+                rel = p[:, :, :, f0:f1].mean(3) - p[:, :, :, :f0].mean(3)  # (B, Hkv, G, S)
+                cap.relevance[module.layer_idx] = rel.sum(2)[0]  # (Hkv, S)
     cap.seconds += time.perf_counter() - t0
 
 

@@ -7,8 +7,9 @@ order — and returns, per (layer, KV head), the indices of `budget` candidates 
     select(inp) -> (L, H_kv, budget) int64, ascending per head
 
 Inputs (all (L, H_kv, N) over the N candidates): `cap` — CaP scores (or TOVA's last-row attention),
-`nov` — NuC novelty, `acc` — accumulated attention (H2O). What a policy needs it declares, so the engine
-computes nothing it does not use:
+`rel` — question relevance (question rows minus template rows, scoring/cap.py; CaP-Q only), `nov` — NuC
+novelty, `acc` — accumulated attention (H2O), `starts` — where sentence units start (scoring/segments.py).
+What a policy needs it declares, so the engine computes nothing it does not use:
 
     catalyst  "prompt": append the catalyst prompt and capture its rows; "last": capture the last query
               row of the chunk (no catalyst); None: no attention capture
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .segments import segment_ids, take_segments
+
 
 @dataclass
 class SelectionInputs:
@@ -32,6 +35,8 @@ class SelectionInputs:
     nov: torch.Tensor              # (L, H, N) float32
     acc: torch.Tensor | None       # (L, H, N) float32
     shape: tuple[int, int]         # (L, H)
+    rel: torch.Tensor | None = None     # (L, H, N) float32 question relevance (None without a question)
+    starts: torch.Tensor | None = None  # (L, H, N) bool: a sentence unit starts here (policies with `segment`)
 
 
 def _sorted(idx: torch.Tensor) -> torch.Tensor:
@@ -96,6 +101,10 @@ class InfiniPotPolicy(Policy):
                   Measured on the built-in model (issue 6): the catalyst's attention averaged over all layers
                   favours " the" tokens everywhere, and the needle's answer words rank ~800th of ~2000;
                   averaged over the deeper half, the needle ranks near the top and stays in the pot
+      relevance   rank by question relevance (the question rows' attention minus the template rows', see
+                  scoring/cap.py) instead of the CaP sum, whenever the catalyst has a question (CaP-Q)
+      segment     select whole sentence segments of at most `segment` entries, in document coordinates
+                  (scoring/segments.py), by their mean score: NuC's share first, then CaP's
     """
 
     alpha: float = 0.5
@@ -105,6 +114,8 @@ class InfiniPotPolicy(Policy):
     span: int = 0
     share: bool = False
     share_from: float = 0.0
+    relevance: bool = False
+    segment: int = 0
     name: str = "infinipot"
     catalyst: str | None = "prompt"
 
@@ -114,15 +125,16 @@ class InfiniPotPolicy(Policy):
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:
         k = inp.budget
-        cap = inp.cap
+        cap = inp.rel if self.relevance and inp.rel is not None else inp.cap
+        if self.segment and inp.starts is not None:
+            return self._select_segments(inp, cap)
         if self.pool and self.pool > 1:
             pad = self.pool // 2
             cap = F.max_pool1d(cap.flatten(0, 1)[:, None], self.pool, stride=1, padding=pad)[:, 0, : inp.n]
             cap = cap.view(inp.cap.shape)
         nov = inp.nov
         if self.share:
-            first = min(int(round(self.share_from * cap.shape[0])), cap.shape[0] - 1)
-            cap = cap[first:].mean(dim=(0, 1), keepdim=True)  # (1, 1, N): smoothed once, not once per head
+            cap = self._shared(cap)  # (1, 1, N): smoothed once, not once per head
         if self.span and self.span > 1:
             cap, nov = _span_mean(cap, self.span), _span_mean(nov, self.span)
         cap = cap.expand_as(nov)
@@ -137,13 +149,48 @@ class InfiniPotPolicy(Policy):
         self.last_nuc = forced
         return _topk_with_forced(cap, forced, k)
 
+    def _shared(self, cap: torch.Tensor) -> torch.Tensor:
+        """One score per entry: the mean over the heads of the layers from share_from on. (L, H, N) -> (1, 1, N)."""
+        first = min(int(round(self.share_from * cap.shape[0])), cap.shape[0] - 1)
+        return cap[first:].mean(dim=(0, 1), keepdim=True)
+
+    def _select_segments(self, inp: SelectionInputs, cap: torch.Tensor) -> torch.Tensor:
+        """Whole sentence segments: round(alpha*budget) entries' worth by mean NuC first, the rest by mean CaP."""
+        L, H = inp.shape
+        k, n = inp.budget, inp.n
+        nov, starts = inp.nov, inp.starts
+        if self.share:  # every head holds the same entries: one row
+            cap, nov, starts = self._shared(cap), nov[:1, :1], starts[:1, :1]
+        R = starts.shape[0] * starts.shape[1]
+        cap, nov, starts = cap.expand(starts.shape[0], starts.shape[1], n).reshape(R, n), nov.reshape(R, n), \
+            starts.reshape(R, n)
+        seg = segment_ids(starts, self.segment)                               # (R, N)
+        taken = torch.zeros(R, n, dtype=torch.bool)
+        recent = min(self.recent, k)
+        if recent:
+            taken[:, n - recent:] = True
+        t = min(int(round(self.alpha * k)), k - recent)
+        if t > 0:
+            taken = take_segments(seg, nov, torch.full((R,), t), taken, exact=False)
+        by_nuc = taken.clone()
+        taken = take_segments(seg, cap, k - taken.long().sum(-1), taken, exact=True)
+        short = k - taken.long().sum(-1)                                      # (R,)
+        if int(short.max()) > 0:  # fewer free segments than the budget (tiny pots): best single entries
+            extra = cap.masked_fill(taken, float("-inf")).topk(int(short.max()), dim=-1).indices
+            rank = torch.arange(extra.shape[-1]).expand_as(extra)
+            taken.scatter_(-1, extra, rank < short[:, None])
+        idx = taken.nonzero()[:, 1].view(R, k)                                # ascending per row
+        rows = (1, 1) if self.share else (L, H)
+        self.last_nuc = by_nuc.view(*rows, n).expand(L, H, n)
+        return idx.view(*rows, k).expand(L, H, k)
+
     def age(self, nov: torch.Tensor) -> torch.Tensor:
         return nov * self.nuc_decay if self.nuc_decay != 1.0 else nov
 
     def describe(self) -> dict:
         return {"name": self.name, "alpha": self.alpha, "pool": self.pool, "nuc_decay": self.nuc_decay,
                 "recent": self.recent, "span": self.span, "share": self.share,
-                "share_from": self.share_from}
+                "share_from": self.share_from, "relevance": self.relevance, "segment": self.segment}
 
 
 class CapPolicy(InfiniPotPolicy):

@@ -1,0 +1,114 @@
+"""Sentence segments (scoring/segments.py) and the InfiniPot `segment` / `relevance` options (issue 6)."""
+
+import torch
+
+from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
+from infinipot_cli.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
+from tiny_models import VOCAB, make_model
+
+DOT, PARA, BANG, NL = 1, 2, 3, 4  # token ids the stand-in tokenizer decodes as ".", "\n\n", "!", "\n"
+
+
+class Tok:
+    """Decodes 1 as '.', 2 as a blank line, 3 as '!', 4 as a newline and every other id as a word."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join({DOT: ".", PARA: "\n\n", BANG: "!", NL: "\n"}.get(i, f" w{i}") for i in ids)
+
+
+def starts_of(src, tok):
+    return unit_starts(torch.tensor([src]), torch.tensor([tok]), BoundaryTable(Tok()))[0].tolist()
+
+
+def test_units_start_at_gaps_and_after_sentence_ends_keeping_trailing_punctuation():
+    #          0   1   2    3     4   5   6   7    8   9   10  11  12
+    src = [10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33, 34, 35]
+    tok = [50, 51, DOT, PARA, 52, NL, 54, 55, BANG, 56, PARA, 57, 58]
+    s = starts_of(src, tok)
+    # 0 first; the blank line after '.' stays with its sentence; 4 starts after it; a single newline (5, a
+    # wrapped line) ends nothing; 7 starts at the gap 16 -> 30; 9 after '!'; 11 after a blank line
+    assert s == [True, False, False, False, True, False, False, True, False, True, False, True, False]
+
+
+def test_long_units_split_into_near_equal_pieces():
+    starts = torch.zeros(1, 50, dtype=torch.bool)
+    starts[0, 0] = True
+    seg = segment_ids(starts, max_len=48)
+    counts = torch.bincount(seg[0]).tolist()
+    assert counts == [25, 25]
+    seg = segment_ids(starts, max_len=16)
+    assert max(torch.bincount(seg[0]).tolist()) <= 16 and int(seg.max()) == 3
+    assert bool((seg[0, 1:] >= seg[0, :-1]).all())
+
+
+def test_take_segments_takes_whole_segments_best_mean_first_and_fills_exactly():
+    seg = torch.tensor([[0, 0, 0, 1, 1, 2, 2, 2, 2, 3]])
+    score = torch.tensor([[1.0, 1.0, 1.0, 5.0, 5.0, 2.0, 2.0, 2.0, 2.0, 0.0]])
+    none = torch.zeros(1, 10, dtype=torch.bool)
+    got = take_segments(seg, score, torch.tensor([6]), none, exact=False)
+    assert got[0].nonzero().flatten().tolist() == [3, 4, 5, 6, 7, 8]          # segments 1 and 2 (2 + 4 entries)
+    got = take_segments(seg, score, torch.tensor([7]), none, exact=True)
+    assert got[0].nonzero().flatten().tolist() == [0, 3, 4, 5, 6, 7, 8]       # + the first entry of segment 0
+    got = take_segments(seg, score, torch.tensor([3]), none, exact=False)
+    assert got[0].nonzero().flatten().tolist() == [3, 4]                     # the next best (4 entries) does not fit
+    # a segment already partly taken is not taken again
+    taken = none.clone()
+    taken[0, 3] = True
+    got = take_segments(seg, score, torch.tensor([4]), taken, exact=True)
+    assert got[0].nonzero().flatten().tolist() == [3, 5, 6, 7, 8]
+
+
+def _inputs(n=40, budget=12, L=2, H=2, gap_at=20, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.cat([torch.arange(gap_at), torch.arange(gap_at, n) + 100]).expand(L, H, n)
+    tok = torch.full((n,), 50)
+    tok[[5, 12, 27, 33]] = DOT
+    starts = unit_starts(src, tok.expand(L, H, n), BoundaryTable(Tok()))
+    cap = torch.rand(L, H, n, generator=g)
+    nov = torch.rand(L, H, n, generator=g)
+    return SelectionInputs(budget=budget, n=n, cap=cap, nov=nov, acc=None, shape=(L, H), starts=starts), src
+
+
+def test_segment_policy_keeps_exactly_the_budget_in_every_head_and_whole_units():
+    inp, _ = _inputs()
+    for share in (False, True):
+        pol = InfiniPotPolicy(alpha=0.5, segment=48, share=share)
+        idx = pol.select(inp)
+        assert idx.shape == (2, 2, 12)
+        assert bool((idx[..., 1:] > idx[..., :-1]).all())                   # ascending, no repeats
+        if share:
+            assert all(torch.equal(idx[l, h], idx[0, 0]) for l in range(2) for h in range(2))
+        assert pol.last_nuc.shape == (2, 2, 40)
+
+
+def test_segment_policy_prefers_the_unit_with_the_best_mean_not_the_best_token():
+    n = 30
+    src = torch.arange(n).view(1, 1, n)
+    tok = torch.full((1, 1, n), 50)
+    tok[0, 0, [9, 19, 29]] = DOT                                             # units 0-9, 10-19, 20-29
+    starts = unit_starts(src, tok, BoundaryTable(Tok()))
+    cap = torch.zeros(1, 1, n)
+    cap[0, 0, 3] = 9.0                                                       # one very high token in unit 0
+    cap[0, 0, 20:30] = 1.5                                                   # a uniformly relevant unit 2
+    inp = SelectionInputs(budget=10, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), starts=starts)
+    idx = InfiniPotPolicy(alpha=0.0, segment=48).select(inp)
+    assert idx[0, 0].tolist() == list(range(20, 30))
+    inp.rel = -cap                                                           # relevance replaces the CaP sum
+    idx = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True).select(inp)
+    assert idx[0, 0].tolist() == list(range(10, 20))
+
+
+def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subset():
+    model = make_model("llama")
+    cfg = PotConfig(size=96, keep=48, chunk=32, segment=16, relevance=True, share=True)
+    eng = Engine(model, Tok(), cfg, catalyst_ids=[20, 21, 22, 23, 24], catalyst_focus=(2, 5))
+    eng.pin([5, 6, 7])
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(4, VOCAB, (400,), generator=g)
+    ids[::9] = DOT
+    eng.feed(ids.tolist())
+    eng.finish()
+    assert eng.cycles > 3 and eng.pot.peak_entries <= 96
+    src = eng.pot.src
+    assert all(torch.equal(src[l, h], src[0, 0]) for l in range(src.shape[0]) for h in range(src.shape[1]))
