@@ -7,11 +7,13 @@ Exit codes: 0 success, 2 usage or unreadable input, 1 anything else, 130 interru
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 import time
 from dataclasses import dataclass, field
+from inspect import Parameter, signature
 from typing import List, Optional
 
 import typer
@@ -99,7 +101,9 @@ SizeOpt = typer.Option(DEFAULT_SIZE, "--pot-size", help="M: KV entries per layer
 KeepOpt = typer.Option(DEFAULT_KEEP, "--keep", help="C: entries kept by each distillation (pinned header included).")
 NucOpt = typer.Option(0.5, "--nuc-ratio", help="alpha: share of kept slots chosen by novelty (NuC); the rest by CaP.")
 MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | '.join(METHODS)}; infinipot-paper = "
-                         "the paper's exact selection (--span 0 --no-share).")
+                         "the paper's exact selection (--segment 0 --no-relevance --no-share); infinipot-span = "
+                         "the previous default (--segment 0 --no-relevance --span 32); or a spec such as "
+                         "infinipot+segment=32.")
 CatOpt = typer.Option(None, "--catalyst", help="Your own catalyst prompt text (default: the question, or a general one).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto.")
 DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
@@ -360,70 +364,82 @@ def _split_ask_args(args: list[str], inputs: list[str], have_pot: bool) -> tuple
     raise UsageError("too many arguments: to read several sources use -i/--input for each, then the question")
 
 
+# ---- the options every reading command takes ------------------------------------------------------------
+# ask, summarize and read take the same options; each command's own signature lists only its arguments and its
+# --max-new-tokens. `reading_command` adds these to the signature Typer reads and hands them to the command as
+# one Options. (name, type, option), in --help order.
+READING_OPTIONS = [
+    ("inputs", Optional[List[str]], InputOpt), ("model", Optional[str], ModelOpt), ("pot_size", int, SizeOpt),
+    ("keep", int, KeepOpt), ("nuc_ratio", float, NucOpt), ("method", str, MethodOpt),
+    ("catalyst", Optional[str], CatOpt), ("device", Optional[str], DeviceOpt), ("dtype", Optional[str], DtypeOpt),
+    ("format", str, FormatOpt), ("json_out", bool, JsonOpt), ("quiet", bool, QuietOpt),
+    ("save_pot", Optional[str], SaveOpt), ("load_pot", Optional[str], LoadOpt), ("chunk", int, ChunkOpt),
+    ("pool", int, PoolOpt), ("nuc_decay", float, DecayOpt), ("recent", int, RecentOpt),
+    ("span", Optional[int], SpanOpt), ("share", Optional[bool], ShareOpt), ("share_from", Optional[float], ShareFromOpt),
+    ("segment", Optional[int], SegmentOpt), ("relevance", Optional[bool], RelevanceOpt),
+]
+
+
+def reading_command(fn):
+    """Give a command READING_OPTIONS; it receives them, with its --max-new-tokens, as `o: Options`, and runs
+    inside handle_errors (one line on stderr and an exit code, never a traceback)."""
+    sig = signature(fn, eval_str=True)
+    own = [p for name, p in sig.parameters.items() if name != "o"]
+    shared = [Parameter(name, Parameter.KEYWORD_ONLY, default=opt, annotation=ann) for name, ann, opt in READING_OPTIONS]
+
+    @functools.wraps(fn)
+    def command(**kw):
+        with handle_errors():
+            o = _options(max_new_tokens=kw.pop("max_new_tokens"), **{n: kw.pop(n) for n, _, _ in READING_OPTIONS})
+            fn(o=o, **kw)
+
+    command.__signature__ = sig.replace(parameters=own + shared)
+    return command
+
+
 # ---- commands -----------------------------------------------------------------------------------------
 @app.command()
+@reading_command
 def ask(
     args: List[str] = typer.Argument(None, metavar="[SOURCE] QUESTION", help="A document (path or - for stdin) and the question."),
-    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
-    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", help="Longest answer in tokens."),
-    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
-    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
-    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
-    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
+    *, o: Options,
 ):
     """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
-    with handle_errors():
-        o = _options(**{k: v for k, v in locals().items() if k != "args"})
-        sources, question = _split_ask_args(list(args or []), list(inputs or []), bool(load_pot))
-        if not question.strip():
-            raise UsageError("the question is empty")
-        run_job("ask", sources, question, o)
+    sources, question = _split_ask_args(list(args or []), list(o.inputs), bool(o.load_pot))
+    if not question.strip():
+        raise UsageError("the question is empty")
+    run_job("ask", sources, question, o)
 
 
 @app.command()
+@reading_command
 def summarize(
     sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents (paths, or - for stdin)."),
-    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
-    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
     max_new_tokens: int = typer.Option(384, "--max-new-tokens", help="Longest summary in tokens."),
-    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
-    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
-    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
-    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
+    *, o: Options,
 ):
     """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
-    with handle_errors():
-        o = _options(**{k: v for k, v in locals().items() if k != "sources"})
-        srcs = list(inputs or []) + list(sources or [])
-        if not srcs and not load_pot and _stdin_piped():
-            srcs = ["-"]
-        run_job("summarize", srcs, None, o)
+    srcs = list(o.inputs) + list(sources or [])
+    if not srcs and not o.load_pot and _stdin_piped():
+        srcs = ["-"]
+    run_job("summarize", srcs, None, o)
 
 
 @app.command()
+@reading_command
 def read(
     sources: List[str] = typer.Argument(None, metavar="SOURCE...", help="Documents to read into the pot, in order."),
-    inputs: List[str] = InputOpt, model: Optional[str] = ModelOpt, pot_size: int = SizeOpt, keep: int = KeepOpt,
-    nuc_ratio: float = NucOpt, method: str = MethodOpt, catalyst: Optional[str] = CatOpt,
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", hidden=True),
-    device: Optional[str] = DeviceOpt, dtype: Optional[str] = DtypeOpt, format: str = FormatOpt,
-    json_out: bool = JsonOpt, quiet: bool = QuietOpt, save_pot: Optional[str] = SaveOpt,
-    load_pot: Optional[str] = LoadOpt, chunk: int = ChunkOpt, pool: int = PoolOpt, nuc_decay: float = DecayOpt,
-    recent: int = RecentOpt, span: int = SpanOpt, share: bool = ShareOpt, share_from: float = ShareFromOpt,
-    segment: int = SegmentOpt, relevance: bool = RelevanceOpt,
+    *, o: Options,
 ):
     """Read SOURCE into a pot and save it (--save-pot FILE); ask or summarize later with --load-pot FILE."""
-    with handle_errors():
-        o = _options(**{k: v for k, v in locals().items() if k != "sources"})
-        srcs = list(inputs or []) + list(sources or [])
-        if not srcs and _stdin_piped():
-            srcs = ["-"]
-        if not srcs:
-            raise UsageError("missing SOURCE: infinipot read SOURCE --save-pot FILE")
-        run_job("read", srcs, None, o)
+    srcs = list(o.inputs) + list(sources or [])
+    if not srcs and _stdin_piped():
+        srcs = ["-"]
+    if not srcs:
+        raise UsageError("missing SOURCE: infinipot read SOURCE --save-pot FILE")
+    run_job("read", srcs, None, o)
 
 
 @app.command()

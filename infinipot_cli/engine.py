@@ -74,6 +74,7 @@ SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
            "infinipot-span": ("infinipot", SPAN_OPTIONS)}
 
+
 def _flag(v: str) -> bool:
     return v.lower() in ("1", "true", "yes", "on")
 
@@ -268,7 +269,7 @@ class Engine:
         base_len = len(self.pot)
         t0 = time.perf_counter()
         x = torch.tensor([inp], device=self.device)
-        focus = focus if pol.catalyst == "prompt" and rows == len(cat) else None
+        focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
         with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
             out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
         hidden = out.last_hidden_state[0]  # (T, d)
@@ -316,8 +317,8 @@ class Engine:
             cap = torch.stack([capt.scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
             if capt.relevance:
                 rel = torch.stack([capt.relevance[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
-        if getattr(pol, "segment", 0):
-            rows = slice(0, 1) if getattr(pol, "share", False) else slice(None)  # shared: every head is alike
+        if pol.needs_units:
+            rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
             src, tok = pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:]
             starts = unit_starts(src, tok, self.boundaries).expand(L, H, S - npin)  # (L, H, N)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, cap=cap, nov=pot.nov[..., npin:],

@@ -82,7 +82,8 @@ class Prompts:
             return ids, ((inside[0], inside[-1] + 1) if inside else None)
         except (NotImplementedError, ValueError, TypeError, KeyError):  # slow tokenizers have no offsets
             ids = self.encode(text)
-            f0, f1 = len(self.encode(text[:start])), len(self.encode(text[:stop]))
+            # a space before the focus belongs to its first token (" What"), not to the prefix
+            f0, f1 = len(self.encode(text[:start].rstrip(" "))), len(self.encode(text[:stop]))
             return ids, ((f0, min(f1, len(ids))) if f1 > f0 else None)
 
     # catalysts --------------------------------------------------------------------------------------

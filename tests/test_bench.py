@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from infinipot_cli.evaluate.cli import bench_app
-from infinipot_cli.evaluate.haystack import Placement, builtin_units, file_units, token_pieces
+from infinipot_cli.errors import UsageError
+from infinipot_cli.evaluate.haystack import (Placement, builtin_units, check_haystack, file_units, haystack_units,
+                                            python_docs_units, token_pieces)
 from infinipot_cli.evaluate.needles import KINDS, make_needle
 from infinipot_cli.evaluate.report import parse_lengths
 
@@ -63,6 +65,30 @@ def test_file_haystack_repeats(tmp_path, builtin):
     flat = [t for p in token_pieces(file_units(f), builtin.tokenizer, 500) for t in p]
     assert len(flat) == 500
     assert builtin.tokenizer.decode(flat).count("two sentences") > 10
+
+
+def test_file_haystack_starts_where_the_seed_says(tmp_path):
+    f = tmp_path / "long.txt"
+    f.write_text("".join(f"Line number {i} of the long text.\n" for i in range(5000)))
+    first = {s: "".join(u for _, u in zip(range(3), file_units(f, s))) for s in ("a", "b", "c")}
+    assert len(set(first.values())) == 3                       # three seeds, three different stretches
+    assert all(v.lstrip().startswith("Line number") for v in first.values())  # at a line start, not mid-word
+    assert "".join(u for _, u in zip(range(3), file_units(f, "a"))) == first["a"]  # deterministic
+    assert "".join(u for _, u in zip(range(1), file_units(f))).startswith("Line number 0 ")  # no seed: the start
+    # it wraps around: more units than the file holds, from anywhere
+    assert sum(1 for _, u in zip(range(20000), file_units(f, "b")) if "Line number 0 " in u) >= 1
+
+
+def test_named_haystacks():
+    docs = "".join(u for _, u in zip(range(200), python_docs_units(0)))
+    assert len(docs) > 5000 and "statement" in docs                 # real English prose about Python
+    assert docs != "".join(u for _, u in zip(range(200), python_docs_units(1)))
+    assert next(haystack_units(None, 0)) == next(builtin_units(0))
+    assert next(haystack_units("python-docs", 0)) == next(python_docs_units(0))
+    check_haystack("python-docs")
+    check_haystack(None)
+    with pytest.raises(UsageError):
+        check_haystack("no/such/file.txt")
 
 
 def test_bench_needle(tmp_path, builtin):

@@ -36,6 +36,8 @@ def invoke(args, input=None):
     ["ask", "x.txt", "q", "--format", "docx"],
     ["read", os.path.join(SAMPLES, "lighthouse.txt")],  # read needs --save-pot
     ["summarize", "--max-new-tokens", "0", os.path.join(SAMPLES, "lighthouse.txt")],
+    ["ask", "x.txt", "q", "--segment", "-1"],
+    ["ask", "x.txt", "q", "--method", "infinipot+segment"],  # an option without a value
 ])
 def test_usage_errors_exit_2(args):
     r = invoke(args)

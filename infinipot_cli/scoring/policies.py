@@ -15,6 +15,9 @@ What a policy needs it declares, so the engine computes nothing it does not use:
               row of the chunk (no catalyst); None: no attention capture
     needs_nuc compute NuC for every token read
     needs_acc accumulate every query row's attention (H2O)
+    needs_units  say where sentence units start (`starts`, for segment selection)
+    relevance capture question relevance (`rel`) when the catalyst has a question
+    share     every (layer, head) keeps the same entries (inputs that depend only on the entry need one row)
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ class Policy:
     catalyst: str | None = None
     needs_nuc = False
     needs_acc = False
+    needs_units = False
+    relevance = False
+    share = False
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -122,6 +128,10 @@ class InfiniPotPolicy(Policy):
     @property
     def needs_nuc(self) -> bool:  # type: ignore[override]
         return self.alpha > 0
+
+    @property
+    def needs_units(self) -> bool:  # type: ignore[override]
+        return self.segment > 0
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:
         k = inp.budget
