@@ -27,7 +27,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 bench-needle: setup
-	$(BIN)/infinipot bench needle --lengths 4k,8k,32k --depths 0.1,0.5,0.9 --trials 2 --methods full,infinipot-paper,infinipot,streaming --out bench-out/needle
+	$(BIN)/infinipot bench needle --lengths 4k,8k,32k --depths 0.1,0.5,0.9 --trials 2 --methods full,infinipot-paper,infinipot-span,infinipot,streaming --out bench-out/needle
 
 bench-speed: setup
 	$(BIN)/infinipot bench speed --lengths 2k,8k,32k --methods infinipot,plain,prefill --out bench-out/speed
