@@ -43,13 +43,14 @@ class PotConfig:
     share_from: float = 0.5   # InfiniPot option: the shared score averages the layers from this depth on (0 = all)
     relevance: bool = True    # InfiniPot option: with CaP-Q, rank by question relevance (question minus template)
     segment: int = 48         # InfiniPot option: keep whole sentence segments of at most N entries; 0 = tokens
+    rel_share: float = 1.0    # InfiniPot option: with relevance, its share of the CaP slots (the rest: the CaP sum)
 
     def policy(self) -> Policy:
         opts = {}
         if self.method in ("infinipot", "cap"):
             opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span,
                     "share": self.share, "share_from": self.share_from, "relevance": self.relevance,
-                    "segment": self.segment}
+                    "segment": self.segment, "rel_share": self.rel_share}
         return make_policy(self.method, alpha=self.alpha, **opts)
 
     @property
@@ -68,7 +69,7 @@ class PotConfig:
 # "Needle in a haystack"): segment=48 (keep whole sentences, in document coordinates), relevance=True (with a
 # question, rank by the question's attention beyond the template's) and share=True with share_from=0.5 (one
 # score per entry for every layer and head, from the deeper half of the layers).
-PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False}
+PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0}
 # The previous default (before sentence segments and question relevance): a 32-entry sliding mean of the CaP sum.
 SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
@@ -80,7 +81,7 @@ def _flag(v: str) -> bool:
 
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
-              "share": _flag, "relevance": _flag, "segment": int}
+              "share": _flag, "relevance": _flag, "segment": int, "rel_share": float}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
@@ -173,6 +174,8 @@ class Engine:
                 "leaves no room to read; raise --pot-size or lower --keep")
         if not 0.0 <= c.alpha <= 1.0:
             raise UsageError("--nuc-ratio must be between 0 and 1")
+        if not 0.0 <= c.rel_share <= 1.0:
+            raise UsageError("rel_share must be between 0 and 1")
 
     def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
         self.catalyst = list(ids)

@@ -112,3 +112,45 @@ def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subse
     assert eng.cycles > 3 and eng.pot.peak_entries <= 96
     src = eng.pot.src
     assert all(torch.equal(src[l, h], src[0, 0]) for l in range(src.shape[0]) for h in range(src.shape[1]))
+
+
+def _three_units(n=30):
+    src = torch.arange(n).view(1, 1, n)
+    tok = torch.full((1, 1, n), 50)
+    tok[0, 0, [9, 19, 29]] = DOT                                             # units 0-9, 10-19, 20-29
+    return unit_starts(src, tok, BoundaryTable(Tok()))
+
+
+def test_rel_share_splits_the_cap_slots_between_relevance_and_the_cap_sum():
+    n = 30
+    starts = _three_units(n)
+    cap = torch.zeros(1, 1, n)
+    cap[0, 0, 20:30] = 2.0                                                   # the CaP sum likes unit 2
+    cap[0, 0, 10:20] = 1.0
+    rel = torch.zeros(1, 1, n)
+    rel[0, 0, 0:10] = 3.0                                                    # the question points at unit 0
+    inp = SelectionInputs(budget=20, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), rel=rel,
+                          starts=starts)
+    only_rel = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True).select(inp)[0, 0].tolist()
+    assert only_rel[:10] == list(range(10))                                  # relevance ranks unit 0 first
+    mix = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True, rel_share=0.5).select(inp)[0, 0].tolist()
+    assert mix == list(range(10)) + list(range(20, 30))                      # half by relevance, half by the sum
+    none = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True, rel_share=0.0).select(inp)[0, 0].tolist()
+    assert none == list(range(10, 30))                                       # rel_share 0 = the plain sum
+    # the same split on single tokens (segment 0)
+    tok_mix = InfiniPotPolicy(alpha=0.0, relevance=True, rel_share=0.5).select(inp)[0, 0].tolist()
+    assert tok_mix == list(range(10)) + list(range(20, 30))
+
+
+def test_pool_applies_to_segment_scores_too():
+    n = 30
+    starts = _three_units(n)
+    cap = torch.zeros(1, 1, n)
+    cap[0, 0, 19] = 5.0                                                       # the last token of unit 1 ...
+    cap[0, 0, 0:10] = 0.6                                                     # ... against a uniform unit 0
+    inp = SelectionInputs(budget=10, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), starts=starts)
+    plain = InfiniPotPolicy(alpha=0.0, segment=48).select(inp)[0, 0].tolist()
+    assert plain == list(range(10))                                          # unit 0's mean 0.6 > unit 1's 0.5
+    pooled = InfiniPotPolicy(alpha=0.0, segment=48, pool=5).select(inp)[0, 0].tolist()
+    # max-pooled over 5: entries 17-21 score 5.0, so unit 1 (three of them) now has the best mean
+    assert pooled == list(range(10, 20))

@@ -36,7 +36,9 @@ def test_defaults_and_paper_preset():
     assert (d.segment, d.relevance, d.span, d.share, d.share_from) == (48, True, 0, True, 0.5)
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
     assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
-        "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "alpha": 0.0})
+        "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
+                      "alpha": 0.0})
+    assert split_method_spec("infinipot+rel_share=0.25") == ("infinipot", {"rel_share": 0.25})
     prev = PotConfig.from_spec("infinipot-span")
     assert (prev.segment, prev.relevance, prev.span, prev.share) == (0, False, 32, True)
     assert split_method_spec("infinipot+relevance=off+segment=16") == ("infinipot", {"relevance": False, "segment": 16})

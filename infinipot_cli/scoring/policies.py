@@ -111,6 +111,12 @@ class InfiniPotPolicy(Policy):
                   scoring/cap.py) instead of the CaP sum, whenever the catalyst has a question (CaP-Q)
       segment     select whole sentence segments of at most `segment` entries, in document coordinates
                   (scoring/segments.py), by their mean score: NuC's share first, then CaP's
+      rel_share   with relevance, the share of the CaP slots ranked by question relevance; the rest are
+                  ranked by the plain CaP sum (1 = relevance only). Relevance finds the answer's sentence
+                  (it ranks first in the median distillation) but then fills the remaining slots with the
+                  sentences that most resemble the question — on a haystack with look-alike sentences those
+                  are distractors; a mix keeps the margin for the answer and spends the rest on what the
+                  catalyst's whole prompt finds salient
     """
 
     alpha: float = 0.5
@@ -122,6 +128,7 @@ class InfiniPotPolicy(Policy):
     share_from: float = 0.0
     relevance: bool = False
     segment: int = 0
+    rel_share: float = 1.0
     name: str = "infinipot"
     catalyst: str | None = "prompt"
 
@@ -135,18 +142,21 @@ class InfiniPotPolicy(Policy):
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:
         k = inp.budget
-        cap = inp.rel if self.relevance and inp.rel is not None else inp.cap
-        if self.segment and inp.starts is not None:
-            return self._select_segments(inp, cap)
+        cap, rel = inp.cap, (inp.rel if self.relevance else None)
+        if rel is not None and self.rel_share >= 1.0:
+            cap, rel = rel, None  # relevance only
         if self.pool and self.pool > 1:
-            pad = self.pool // 2
-            cap = F.max_pool1d(cap.flatten(0, 1)[:, None], self.pool, stride=1, padding=pad)[:, 0, : inp.n]
-            cap = cap.view(inp.cap.shape)
+            cap = self._pooled(cap)
+            rel = self._pooled(rel) if rel is not None else None
+        if self.segment and inp.starts is not None:
+            return self._select_segments(inp, cap, rel)
         nov = inp.nov
         if self.share:
             cap = self._shared(cap)  # (1, 1, N): smoothed once, not once per head
+            rel = self._shared(rel) if rel is not None else None
         if self.span and self.span > 1:
             cap, nov = _span_mean(cap, self.span), _span_mean(nov, self.span)
+            rel = _span_mean(rel, self.span) if rel is not None else None
         cap = cap.expand_as(nov)
         forced = torch.zeros_like(cap, dtype=torch.bool)
         recent = min(self.recent, k)
@@ -156,24 +166,36 @@ class InfiniPotPolicy(Policy):
         if t > 0:
             nov = nov.masked_fill(forced, float("-inf"))
             forced.scatter_(-1, nov.topk(t, dim=-1).indices, True)
-        self.last_nuc = forced
+        self.last_nuc = forced.clone()
+        r = int(round(self.rel_share * (k - recent - t))) if rel is not None else 0
+        if r > 0:  # the relevance share of the CaP slots first, then the plain CaP sum
+            rel = rel.expand_as(nov).masked_fill(forced, float("-inf"))
+            forced.scatter_(-1, rel.topk(r, dim=-1).indices, True)
         return _topk_with_forced(cap, forced, k)
+
+    def _pooled(self, x: torch.Tensor) -> torch.Tensor:
+        """Max-pool scores (L, H, N) over `pool` neighbouring entries (SnapKV's kernel)."""
+        n = x.shape[-1]
+        out = F.max_pool1d(x.flatten(0, 1)[:, None], self.pool, stride=1, padding=self.pool // 2)[:, 0, :n]
+        return out.view(x.shape)
 
     def _shared(self, cap: torch.Tensor) -> torch.Tensor:
         """One score per entry: the mean over the heads of the layers from share_from on. (L, H, N) -> (1, 1, N)."""
         first = min(int(round(self.share_from * cap.shape[0])), cap.shape[0] - 1)
         return cap[first:].mean(dim=(0, 1), keepdim=True)
 
-    def _select_segments(self, inp: SelectionInputs, cap: torch.Tensor) -> torch.Tensor:
-        """Whole sentence segments: round(alpha*budget) entries' worth by mean NuC first, the rest by mean CaP."""
+    def _select_segments(self, inp: SelectionInputs, cap: torch.Tensor, rel: torch.Tensor | None) -> torch.Tensor:
+        """Whole sentence segments: round(alpha*budget) entries' worth by mean NuC first, then (with a
+        relevance mix, `rel`) rel_share of what is left by mean relevance, the rest by mean CaP."""
         L, H = inp.shape
         k, n = inp.budget, inp.n
         nov, starts = inp.nov, inp.starts
         if self.share:  # every head holds the same entries: one row
             cap, nov, starts = self._shared(cap), nov[:1, :1], starts[:1, :1]
+            rel = self._shared(rel) if rel is not None else None
         R = starts.shape[0] * starts.shape[1]
-        cap, nov, starts = cap.expand(starts.shape[0], starts.shape[1], n).reshape(R, n), nov.reshape(R, n), \
-            starts.reshape(R, n)
+        rows3 = (starts.shape[0], starts.shape[1], n)
+        cap, nov, starts = cap.expand(rows3).reshape(R, n), nov.reshape(R, n), starts.reshape(R, n)
         seg = segment_ids(starts, self.segment)                               # (R, N)
         taken = torch.zeros(R, n, dtype=torch.bool)
         recent = min(self.recent, k)
@@ -183,6 +205,9 @@ class InfiniPotPolicy(Policy):
         if t > 0:
             taken = take_segments(seg, nov, torch.full((R,), t), taken, exact=False)
         by_nuc = taken.clone()
+        if rel is not None:  # relevance's share of what is left, whole segments only
+            quota = ((k - taken.long().sum(-1)).float() * self.rel_share).round().long()  # (R,)
+            taken = take_segments(seg, rel.expand(rows3).reshape(R, n), quota, taken, exact=False)
         taken = take_segments(seg, cap, k - taken.long().sum(-1), taken, exact=True)
         short = k - taken.long().sum(-1)                                      # (R,)
         if int(short.max()) > 0:  # fewer free segments than the budget (tiny pots): best single entries
@@ -200,7 +225,8 @@ class InfiniPotPolicy(Policy):
     def describe(self) -> dict:
         return {"name": self.name, "alpha": self.alpha, "pool": self.pool, "nuc_decay": self.nuc_decay,
                 "recent": self.recent, "span": self.span, "share": self.share,
-                "share_from": self.share_from, "relevance": self.relevance, "segment": self.segment}
+                "share_from": self.share_from, "relevance": self.relevance, "segment": self.segment,
+                "rel_share": self.rel_share}
 
 
 class CapPolicy(InfiniPotPolicy):
