@@ -82,12 +82,16 @@ def test_segment_policy_keeps_exactly_the_budget_in_every_head_and_whole_units()
         assert pol.last_nuc.shape == (2, 2, 40)
 
 
-def test_segment_policy_prefers_the_unit_with_the_best_mean_not_the_best_token():
-    n = 30
+def _three_units(n=30):
     src = torch.arange(n).view(1, 1, n)
     tok = torch.full((1, 1, n), 50)
     tok[0, 0, [9, 19, 29]] = DOT                                             # units 0-9, 10-19, 20-29
-    starts = unit_starts(src, tok, BoundaryTable(Tok()))
+    return unit_starts(src, tok, BoundaryTable(Tok()))
+
+
+def test_segment_policy_prefers_the_unit_with_the_best_mean_not_the_best_token():
+    n = 30
+    starts = _three_units(n)
     cap = torch.zeros(1, 1, n)
     cap[0, 0, 3] = 9.0                                                       # one very high token in unit 0
     cap[0, 0, 20:30] = 1.5                                                   # a uniformly relevant unit 2
@@ -112,13 +116,6 @@ def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subse
     assert eng.cycles > 3 and eng.pot.peak_entries <= 96
     src = eng.pot.src
     assert all(torch.equal(src[l, h], src[0, 0]) for l in range(src.shape[0]) for h in range(src.shape[1]))
-
-
-def _three_units(n=30):
-    src = torch.arange(n).view(1, 1, n)
-    tok = torch.full((1, 1, n), 50)
-    tok[0, 0, [9, 19, 29]] = DOT                                             # units 0-9, 10-19, 20-29
-    return unit_starts(src, tok, BoundaryTable(Tok()))
 
 
 def test_rel_share_splits_the_cap_slots_between_relevance_and_the_cap_sum():
