@@ -91,6 +91,7 @@ class Options:
     share_from: Optional[float] = None  # None: the method's default (0.5)
     segment: Optional[int] = None  # None: the method's default (48; 0 for infinipot-paper)
     relevance: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper)
+    final_keep: Optional[int] = None  # None: the method's default (512; 0 for infinipot-paper and infinipot-span)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -132,6 +133,11 @@ RelevanceOpt = typer.Option(None, "--relevance/--no-relevance", show_default=Fal
                             help="InfiniPot option: with a question as the catalyst, rank by the attention the question "
                                  "gives beyond the prompt template's [default: on; off = the paper's CaP sum].")
 
+FinalKeepOpt = typer.Option(None, "--final-keep", show_default=False,
+                            help="InfiniPot option: before answering a question, distill the pot to N entries with "
+                                 "the question as the catalyst: fewer look-alike sentences to confuse the answer "
+                                 "[default: 512; 0 = only when the pot is too full, as the paper].")
+
 
 def _options(**kw) -> Options:
     o = Options(**{k: v for k, v in kw.items() if not (k == "inputs" and v is None)})  # no -i: the empty list
@@ -143,6 +149,8 @@ def _options(**kw) -> Options:
         raise UsageError("--span must be 0 (off) or more")
     if o.segment is not None and o.segment < 0:
         raise UsageError("--segment must be 0 (off) or more")
+    if o.final_keep is not None and o.final_keep < 0:
+        raise UsageError("--final-keep must be 0 (off) or more")
     if o.share_from is not None and not 0.0 <= o.share_from < 1.0:
         raise UsageError("--share-from must be in [0, 1)")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
@@ -162,7 +170,8 @@ def pot_config(o: Options):
     base, spec = split_method_spec(o.method)
     kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
           "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
-    given = {"span": o.span, "share": o.share, "share_from": o.share_from, "segment": o.segment, "relevance": o.relevance}
+    given = {"span": o.span, "share": o.share, "share_from": o.share_from, "segment": o.segment, "relevance": o.relevance,
+             "final_keep": o.final_keep}
     kw.update({k: v for k, v in given.items() if v is not None})
     return PotConfig(method=base, **kw)
 
@@ -377,6 +386,7 @@ READING_OPTIONS = [
     ("pool", int, PoolOpt), ("nuc_decay", float, DecayOpt), ("recent", int, RecentOpt),
     ("span", Optional[int], SpanOpt), ("share", Optional[bool], ShareOpt), ("share_from", Optional[float], ShareFromOpt),
     ("segment", Optional[int], SegmentOpt), ("relevance", Optional[bool], RelevanceOpt),
+    ("final_keep", Optional[int], FinalKeepOpt),
 ]
 
 

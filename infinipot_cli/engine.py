@@ -44,6 +44,7 @@ class PotConfig:
     relevance: bool = True    # InfiniPot option: with CaP-Q, rank by question relevance (question minus template)
     segment: int = 48         # InfiniPot option: keep whole sentence segments of at most N entries; 0 = tokens
     rel_share: float = 1.0    # InfiniPot option: with relevance, its share of the CaP slots (the rest: the CaP sum)
+    final_keep: int = 512     # InfiniPot option: before answering a question, distill to this many entries with it; 0 = only if it must
 
     def policy(self) -> Policy:
         opts = {}
@@ -68,10 +69,12 @@ class PotConfig:
 # "infinipot-paper". Our defaults differ, measured on the needle bench and on real prose (issue 6, README
 # "Needle in a haystack"): segment=48 (keep whole sentences, in document coordinates), relevance=True (with a
 # question, rank by the question's attention beyond the template's) and share=True with share_from=0.5 (one
-# score per entry for every layer and head, from the deeper half of the layers).
-PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0}
-# The previous default (before sentence segments and question relevance): a 32-entry sliding mean of the CaP sum.
-SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False}
+# score per entry for every layer and head, from the deeper half of the layers) and final_keep=512 (before
+# answering a question, one last distillation with it down to 512 entries: fewer look-alike sentences).
+PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
+                 "final_keep": 0}
+# The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry sliding mean of the CaP sum.
+SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
            "infinipot-span": ("infinipot", SPAN_OPTIONS)}
 
@@ -81,7 +84,8 @@ def _flag(v: str) -> bool:
 
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
-              "share": _flag, "relevance": _flag, "segment": int, "rel_share": float}
+              "share": _flag, "relevance": _flag, "segment": int, "rel_share": float,
+              "final_keep": int}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
@@ -176,6 +180,8 @@ class Engine:
             raise UsageError("--nuc-ratio must be between 0 and 1")
         if not 0.0 <= c.rel_share <= 1.0:
             raise UsageError("rel_share must be between 0 and 1")
+        if c.final_keep < 0:
+            raise UsageError("--final-keep must be 0 (off) or more")
 
     def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
         self.catalyst = list(ids)
@@ -348,9 +354,10 @@ class Engine:
         """Append the final prompt to the pot and generate greedily.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
-        prompt as the catalyst (`focus`: the question's tokens in it). The pot itself is left as it was
-        before the prompt (the prompt and the answer are cropped away afterwards), so the same pot can
-        answer again.
+        prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
+        (`focus` given), that last distillation always runs, down to `final_keep` entries. The pot is
+        otherwise left as it was before the prompt (the prompt and the answer are cropped away afterwards),
+        so the same pot can answer again.
         """
         self.finish()
         t0 = time.perf_counter()
@@ -363,8 +370,13 @@ class Engine:
                 raise UsageError(
                     f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
                     f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-            if len(pot) > limit and final_distill:
-                self._final_distill(prompt_ids, min(cfg.keep, limit), focus)
+            # only for a question (a summary wants breadth) and a policy that scores with the prompt (CaP)
+            narrow = cfg.final_keep if focus is not None and pol.catalyst == "prompt" else 0
+            target = min(narrow or cfg.keep, limit)
+            if final_distill and (len(pot) > limit or (narrow and len(pot) > target)):
+                if target <= pot.n_pinned:
+                    raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
+                self._final_distill(prompt_ids, target, focus)
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
             self._final_distill(prompt_ids, cfg.keep, focus)
         base = len(pot)

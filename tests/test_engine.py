@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.engine import Engine, PotConfig, split_method_spec
 from infinipot_cli.scoring import cap as cap_scores
 from infinipot_cli.scoring.nuc import lm_head_logits
 from infinipot_cli.scoring.policies import METHODS, UNBOUNDED
@@ -219,6 +219,38 @@ def test_answer_leaves_pot_unchanged_and_is_repeatable():
     assert a1 == a2 and a1
     assert len(eng.pot) == n
     assert all(torch.equal(b, l.keys) for b, l in zip(before, eng.pot.cache.layers))
+
+
+def test_final_keep_distills_to_that_size_with_the_real_prompt_before_answering():
+    model = make_model("llama")
+    eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=24))
+    n, cycles = len(eng.pot), eng.cycles
+    assert n > 24
+    eng.answer(PROMPT, max_new_tokens=6)  # no question (a summary): the pot is not narrowed
+    assert len(eng.pot) == n and eng.cycles == cycles
+    a1 = eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    assert len(eng.pot) == 24 and eng.cycles == cycles + 1
+    assert (eng.pot.src[..., :len(HEADER)] < 0).all()  # the pinned header stays
+    assert (eng.pot.src[..., len(HEADER):] >= 0).all()  # the prompt is not kept
+    a2 = eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))  # already small enough: no further distillation
+    assert a2 == a1 and len(eng.pot) == 24 and eng.cycles == cycles + 1
+    assert split_method_spec("infinipot+final_keep=512")[1] == {"final_keep": 512}
+    # baselines that do not score with the prompt answer from the pot as it is
+    base = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, method="streaming", final_keep=24))
+    n = len(base.pot)
+    base.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    assert len(base.pot) == n > 24
+
+
+def test_final_keep_is_validated():
+    from infinipot_cli.errors import UsageError
+
+    model = make_model("llama")
+    with pytest.raises(UsageError):
+        Engine(model, None, PotConfig(size=64, keep=32, final_keep=-1), catalyst_ids=CATALYST)
+    eng = run_engine(model, doc_ids(200), PotConfig(size=96, keep=48, chunk=16, final_keep=len(HEADER)))
+    with pytest.raises(UsageError, match="final-keep"):
+        eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
 
 
 def test_sizes_are_validated():
