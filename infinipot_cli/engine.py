@@ -355,7 +355,8 @@ class Engine:
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
         prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
-        (`focus` given), that last distillation always runs, down to `final_keep` entries. The pot is
+        (`focus` given), it also runs whenever the pot holds more than `final_keep` entries, down to
+        `final_keep` (and when it must run anyway, it keeps no more than that). The pot is
         otherwise left as it was before the prompt (the prompt and the answer are cropped away afterwards),
         so the same pot can answer again.
         """
@@ -370,10 +371,14 @@ class Engine:
                 raise UsageError(
                     f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
                     f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-            # only for a question (a summary wants breadth) and a policy that scores with the prompt (CaP)
+            # final_keep: only for a question (a summary wants breadth) and a policy that scores with the prompt
             narrow = cfg.final_keep if focus is not None and pol.catalyst == "prompt" else 0
-            target = min(narrow or cfg.keep, limit)
-            if final_distill and (len(pot) > limit or (narrow and len(pot) > target)):
+            target = None
+            if len(pot) > limit:  # the paper's last distillation: too full for the prompt and the answer
+                target = min(cfg.keep, narrow or cfg.keep, limit)
+            elif narrow and len(pot) > narrow:
+                target = narrow
+            if final_distill and target is not None:
                 if target <= pot.n_pinned:
                     raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
                 self._final_distill(prompt_ids, target, focus)

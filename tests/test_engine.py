@@ -235,6 +235,11 @@ def test_final_keep_distills_to_that_size_with_the_real_prompt_before_answering(
     a2 = eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))  # already small enough: no further distillation
     assert a2 == a1 and len(eng.pot) == 24 and eng.cycles == cycles + 1
     assert split_method_spec("infinipot+final_keep=512")[1] == {"final_keep": 512}
+    # a final_keep beyond what the pot holds changes nothing: as final_keep=0 (the paper)
+    big = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=500))
+    off = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=0))
+    assert big.answer(PROMPT, max_new_tokens=6, focus=(1, 3)) == off.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    assert len(big.pot) == len(off.pot) and big.cycles == off.cycles
     # baselines that do not score with the prompt answer from the pot as it is
     base = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, method="streaming", final_keep=24))
     n = len(base.pot)
