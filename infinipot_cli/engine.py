@@ -44,7 +44,8 @@ class PotConfig:
     relevance: bool = True    # InfiniPot option: with CaP-Q, rank by question relevance (question minus template)
     segment: int = 48         # InfiniPot option: keep whole sentence segments of at most N entries; 0 = tokens
     rel_share: float = 1.0    # InfiniPot option: with relevance, its share of the CaP slots (the rest: the CaP sum)
-    final_keep: int = 512     # InfiniPot option: before answering a question, distill to this many entries with it; 0 = only if it must
+    final_keep: int = 512     # InfiniPot option: before answering a question, distill to N entries with it;
+                              # 0 = only when the pot is too full (the paper)
 
     def policy(self) -> Policy:
         opts = {}
@@ -73,7 +74,8 @@ class PotConfig:
 # answering a question, one last distillation with it down to 512 entries: fewer look-alike sentences).
 PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
                  "final_keep": 0}
-# The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry sliding mean of the CaP sum.
+# The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry
+# sliding mean of the CaP sum.
 SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
            "infinipot-span": ("infinipot", SPAN_OPTIONS)}
@@ -380,7 +382,8 @@ class Engine:
                 target = narrow
             if final_distill and target is not None:
                 if target <= pot.n_pinned:
-                    raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
+                    raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header "
+                                     f"({pot.n_pinned} tokens)")
                 self._final_distill(prompt_ids, target, focus)
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
             self._final_distill(prompt_ids, cfg.keep, focus)
