@@ -92,6 +92,7 @@ class Options:
     segment: Optional[int] = None  # None: the method's default (48; 0 for infinipot-paper)
     relevance: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper)
     final_keep: Optional[int] = None  # None: the method's default (512; 0 for infinipot-paper and infinipot-span)
+    reencode: Optional[bool] = None  # None: the method's default (off)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -137,6 +138,9 @@ FinalKeepOpt = typer.Option(None, "--final-keep", show_default=False,
                             help="InfiniPot option: before answering a question, distill the pot to N entries with "
                                  "the question as the catalyst: fewer look-alike sentences to confuse the answer "
                                  "[default: 512; 0 = only when the pot is too full, as the paper].")
+ReencodeOpt = typer.Option(None, "--reencode/--no-reencode", show_default=False,
+                           help="InfiniPot option: answer a question over a fresh prefill of the text the pot holds "
+                                "instead of its KV states as read [default: off, as the paper].")
 
 
 def _options(**kw) -> Options:
@@ -171,7 +175,7 @@ def pot_config(o: Options):
     kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
           "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
     given = {"span": o.span, "share": o.share, "share_from": o.share_from, "segment": o.segment, "relevance": o.relevance,
-             "final_keep": o.final_keep}
+             "final_keep": o.final_keep, "reencode": o.reencode}
     kw.update({k: v for k, v in given.items() if v is not None})
     return PotConfig(method=base, **kw)
 
@@ -386,7 +390,7 @@ READING_OPTIONS = [
     ("pool", int, PoolOpt), ("nuc_decay", float, DecayOpt), ("recent", int, RecentOpt),
     ("span", Optional[int], SpanOpt), ("share", Optional[bool], ShareOpt), ("share_from", Optional[float], ShareFromOpt),
     ("segment", Optional[int], SegmentOpt), ("relevance", Optional[bool], RelevanceOpt),
-    ("final_keep", Optional[int], FinalKeepOpt),
+    ("final_keep", Optional[int], FinalKeepOpt), ("reencode", Optional[bool], ReencodeOpt),
 ]
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
+from transformers import DynamicCache
 
 from .errors import UsageError
 from .pot import MemoryPot
@@ -46,6 +47,8 @@ class PotConfig:
     rel_share: float = 1.0    # InfiniPot option: with relevance, its share of the CaP slots (the rest: the CaP sum)
     final_keep: int = 512     # InfiniPot option: before answering a question, distill to N entries with it;
                               # 0 = only when the pot is too full (the paper)
+    reencode: bool = False    # InfiniPot option: answer a question from a fresh prefill of the pot's tokens
+                              # (when every layer and head holds the same ones); False = from the pot's KV (paper)
 
     def policy(self) -> Policy:
         opts = {}
@@ -72,11 +75,13 @@ class PotConfig:
 # question, rank by the question's attention beyond the template's) and share=True with share_from=0.5 (one
 # score per entry for every layer and head, from the deeper half of the layers) and final_keep=512 (before
 # answering a question, one last distillation with it down to 512 entries: fewer look-alike sentences).
+# reencode (answer from a fresh prefill of the kept tokens instead of their KV states as read) is off by default:
+# measured, it fixed three needle cells, broke one and lost a story question (README).
 PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
-                 "final_keep": 0}
+                 "final_keep": 0, "reencode": False}
 # The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry
 # sliding mean of the CaP sum.
-SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0}
+SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0, "reencode": False}
 ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
            "infinipot-span": ("infinipot", SPAN_OPTIONS)}
 
@@ -87,7 +92,7 @@ def _flag(v: str) -> bool:
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
               "share": _flag, "relevance": _flag, "segment": int, "rel_share": float,
-              "final_keep": int}
+              "final_keep": int, "reencode": _flag}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
@@ -358,9 +363,10 @@ class Engine:
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
         prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
         (`focus` given), it also runs whenever the pot holds more than `final_keep` entries, down to
-        `final_keep` (and when it must run anyway, it keeps no more than that). The pot is
-        otherwise left as it was before the prompt (the prompt and the answer are cropped away afterwards),
-        so the same pot can answer again.
+        `final_keep` (and when it must run anyway, it keeps no more than that). With `reencode` and a
+        question, the answer is generated over a fresh prefill of the tokens the pot holds (`_reencoded`). The
+        pot is otherwise left as it was before the prompt (the prompt and the answer are cropped away
+        afterwards, or were never added to it), so the same pot can answer again.
         """
         self.finish()
         t0 = time.perf_counter()
@@ -388,8 +394,10 @@ class Engine:
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
             self._final_distill(prompt_ids, cfg.keep, focus)
         base = len(pot)
+        fresh = self._reencoded() if cfg.reencode and focus is not None and pol.catalyst == "prompt" else None
+        kv = fresh if fresh is not None else pot.cache
         x = torch.tensor([prompt_ids], device=self.device)
-        out = self.model.model(input_ids=x, past_key_values=pot.cache, use_cache=True)
+        out = self.model.model(input_ids=x, past_key_values=kv, use_cache=True)
         pot.note_peak()
         logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
         stops = stop_ids or set()
@@ -407,17 +415,36 @@ class Engine:
             elif not on_text:
                 text = new_text
             self._emit("token", text=new_text)
-            out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=pot.cache,
+            out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=kv,
                                    use_cache=True)
             pot.note_peak()
             logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
         final = self.tok.decode(gen, skip_special_tokens=True)
         if on_text and len(final) > len(text):
             on_text(final[len(text):])
-        pot.crop(base)
+        if fresh is None:
+            pot.crop(base)
         self.timings.answer += time.perf_counter() - t0
         self._emit("done")
         return final.strip()
+
+    def _reencoded(self) -> DynamicCache | None:
+        """InfiniPot option `reencode`: a new KV cache from one fresh (chunked) prefill of the tokens the pot
+        holds, in pot order, at positions 0..S-1 -- the positions CR-RoPE gave them (§3.5). The pot's own KV
+        states of a token were computed once, over the document around it as read, and carry over cycles what
+        attention drew from text long evicted; the fresh prefill gives the states of just the text that is
+        kept. Measured (README, "Needle in a haystack"): a 32K cell answered "mountain range." from the pot's
+        KV and "clock tower stairwell." from the same 512 tokens prefilled afresh. None when the (layer, KV
+        head) pairs hold different tokens (per-head selection: no single text to prefill). The pot itself is
+        not changed; the new cache is at most the pot's size, for the time of one answer."""
+        tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
+        if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
+            return None
+        ids = tok[0, 0].to(self.device)[None]  # (1, S)
+        cache = DynamicCache()
+        for i in range(0, ids.shape[1], self.cfg.chunk):
+            self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
+        return cache
 
     def _final_distill(self, prompt_ids: list[int], keep: int, focus: tuple[int, int] | None = None) -> None:
         """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question)."""

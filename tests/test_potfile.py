@@ -128,14 +128,16 @@ def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, mo
     eng = _engine(model, tok)
     cat, focus = Prompts(tok).catalyst("question", "Who wrote the letter?")
     eng.set_catalyst(cat, focus)
-    monkeypatch.setattr(pf, "CONFIG_FIELDS", tuple(f for f in pf.CONFIG_FIELDS if f not in ("segment", "relevance")))
+    monkeypatch.setattr(pf, "CONFIG_FIELDS", tuple(f for f in pf.CONFIG_FIELDS
+                                                   if f not in ("segment", "relevance", "final_keep", "reencode")))
     path = tmp_path / "old.pot"
     save_pot(path, eng, {"sources": SOURCES, "model": "tiny-llama",
                          "catalyst": {"kind": "question", "text": "Who wrote the letter?"}})
     monkeypatch.undo()
     assert "segment" not in read_meta(path)["config"]
     old, _ = load_pot(path, model, tok)
-    assert (old.cfg.segment, old.cfg.relevance, old.cfg.share) == (0, False, True)
+    assert (old.cfg.segment, old.cfg.relevance, old.cfg.share, old.cfg.final_keep, old.cfg.reencode) == (
+        0, False, True, 0, False)
     assert old.catalyst == cat and old.catalyst_focus == focus is not None
 
 
@@ -271,7 +273,7 @@ def test_read_meta_and_inspect(saved, tok):
     assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32, "pool": 0,
                               "nuc_decay": 1.0, "recent": 0, "span": 0, "share": True,
                               "share_from": 0.5, "relevance": True, "segment": 48, "rel_share": 1.0,
-                              "final_keep": 512}
+                              "final_keep": 512, "reencode": False}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
     assert meta["entries"] == len(eng.pot) and meta["n_pinned"] == len(HEADER)

@@ -33,14 +33,16 @@ def rand(seed, shape=(L, H, N)):
 # ---- presets and specs ----------------------------------------------------------------------------------
 def test_defaults_and_paper_preset():
     d = PotConfig()
-    assert (d.segment, d.relevance, d.span, d.share, d.share_from, d.final_keep) == (48, True, 0, True, 0.5, 512)
+    assert (d.segment, d.relevance, d.span, d.share, d.share_from, d.final_keep, d.reencode) == (
+        48, True, 0, True, 0.5, 512, False)
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
     assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
         "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
-                      "final_keep": 0, "alpha": 0.0})
+                      "final_keep": 0, "reencode": False, "alpha": 0.0})
     assert split_method_spec("infinipot+rel_share=0.25") == ("infinipot", {"rel_share": 0.25})
     prev = PotConfig.from_spec("infinipot-span")
-    assert (prev.segment, prev.relevance, prev.span, prev.share, prev.final_keep) == (0, False, 32, True, 0)
+    assert (prev.segment, prev.relevance, prev.span, prev.share, prev.final_keep, prev.reencode) == (
+        0, False, 32, True, 0, False)
     assert split_method_spec("infinipot+relevance=off+segment=16") == ("infinipot", {"relevance": False, "segment": 16})
     cfg = PotConfig.from_spec("infinipot-paper", size=96, keep=48)
     assert (cfg.method, cfg.span, cfg.share, cfg.size) == ("infinipot", 0, False, 96)
@@ -69,6 +71,10 @@ def test_cli_options_override_the_preset():
     assert pot_config(Options(method="infinipot-paper", final_keep=256)).final_keep == 256
     with pytest.raises(UsageError):
         _options(final_keep=-1)
+    assert pot_config(Options()).reencode is False
+    assert pot_config(Options(reencode=True)).reencode is True
+    assert pot_config(Options(method="infinipot-paper", reencode=True)).reencode is True
+    assert pot_config(Options(method="infinipot+reencode=1")).reencode is True
 
 
 # ---- the policy ----------------------------------------------------------------------------------------
