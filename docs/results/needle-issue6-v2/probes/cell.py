@@ -7,10 +7,11 @@ from infinipot_cli.evaluate.needle import NeedleConfig, cell_needle
 from infinipot_cli.prompts import Prompts
 
 
-def read_cell(lm, length, depth, trial, spec, hay=None, seed=0, method="infinipot"):
+def read_cell(lm, length, depth, trial, spec, hay=None, seed=0, method="infinipot", lengths=None):
     """The cell's needle read with the method spec `spec` (M = 2048, C = 1024, chunk 1024); prints one line.
+    `lengths`: the bench run's `-l` list (the needle kind rotates with the length's place in it; default [length]).
     Returns (engine, needle, placement, prompts, ask ids, the question's range in them)."""
-    cfg = NeedleConfig(lengths=[length], depths=[0.1, 0.5, 0.9], trials=max(3, trial + 1), methods=[method],
+    cfg = NeedleConfig(lengths=list(lengths or [length]), depths=[0.1, 0.5, 0.9], trials=max(3, trial + 1), methods=[method],
                        haystack=hay, seed=seed)
     prompts = Prompts(lm.tokenizer)
     needle = cell_needle(cfg, length, depth, trial)

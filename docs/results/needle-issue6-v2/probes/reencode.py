@@ -2,8 +2,9 @@
 (`final_keep`), each either from the pot's own KV cache (the default until round 5) or from a fresh prefill of
 the pot's tokens (`reencode`: the KV states recomputed over just the text the pot holds).
 
-reencode.py LENGTH DEPTH TRIAL [HAYSTACK|-] [SEED]     e.g. reencode.py 32768 0.9 0
-The needle and haystack are the ones `bench needle -l LENGTH [--seed SEED]` draws for that cell."""
+reencode.py LENGTH DEPTH TRIAL [HAYSTACK|-] [SEED] [LENGTHS]     e.g. reencode.py 131072 0.5 0 - 1 32768,131072
+The needle and haystack are the ones `bench needle -l LENGTHS [--seed SEED]` draws for that cell (LENGTHS: the
+bench run's length list, default LENGTH alone; the needle kind rotates with the length's place in it)."""
 import os, sys, torch
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../..")))
 torch.set_num_threads(int(os.environ.get("THREADS", "2")))
@@ -16,8 +17,9 @@ lm = load_model(None, None, None, progress=lambda m: None)
 length, depth, trial = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 hay = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None
 seed = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+lengths = [int(x) for x in sys.argv[6].split(",")] if len(sys.argv) > 6 else None
 eng, needle, pl, prompts, ask, ask_focus = read_cell(lm, length, depth, trial, "infinipot+final_keep=0+reencode=0",
-                                                     hay, seed)
+                                                     hay, seed, lengths=lengths)
 stops = prompts.stop_ids()
 pot = eng.pot
 
