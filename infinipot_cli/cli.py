@@ -92,7 +92,7 @@ class Options:
     segment: Optional[int] = None  # None: the method's default (48; 0 for infinipot-paper)
     relevance: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper)
     final_keep: Optional[int] = None  # None: the method's default (512; 0 for infinipot-paper and infinipot-span)
-    reencode: Optional[bool] = None  # None: the method's default (off)
+    reencode: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper and infinipot-span)
     inputs: List[str] = field(default_factory=list)
 
 
@@ -140,7 +140,8 @@ FinalKeepOpt = typer.Option(None, "--final-keep", show_default=False,
                                  "[default: 512; 0 = only when the pot is too full, as the paper].")
 ReencodeOpt = typer.Option(None, "--reencode/--no-reencode", show_default=False,
                            help="InfiniPot option: answer a question over a fresh prefill of the text the pot holds "
-                                "instead of its KV states as read [default: off, as the paper].")
+                                "instead of its KV states as read [default: on; --no-reencode = from the KV, "
+                                "as the paper].")
 
 
 def _options(**kw) -> Options:

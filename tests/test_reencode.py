@@ -49,7 +49,7 @@ def test_reencode_differs_from_the_pot_kv_and_is_off_where_it_does_not_apply():
     model = make_model("llama")
     docs = doc_ids(400)
     on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
-    off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40))
+    off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
     # the pot's KV states, carried through the cycles, are not those of its text read afresh
     a_on, a_off = (e.answer(PROMPT, max_new_tokens=8, focus=QUESTION) for e in (on, off))
     assert torch.equal(on.pot.tok, off.pot.tok)
@@ -57,18 +57,18 @@ def test_reencode_differs_from_the_pot_kv_and_is_off_where_it_does_not_apply():
     assert a_on != a_off
     # no question (a summary): the pot's own KV, as with reencode off
     on2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
-    off2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40))
+    off2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
     assert on2.answer(PROMPT, max_new_tokens=8) == off2.answer(PROMPT, max_new_tokens=8)
     # per-head selection (the paper's): the heads hold different tokens, no one text to prefill
     kw = dict(size=96, keep=48, chunk=16, final_keep=40, share=False, segment=0, relevance=False)
     on3 = run_engine(model, docs, PotConfig(**kw, reencode=True))
-    off3 = run_engine(model, docs, PotConfig(**kw))
+    off3 = run_engine(model, docs, PotConfig(**kw, reencode=False))
     assert not bool((on3.pot.tok == on3.pot.tok[:1, :1]).all())
     assert on3._reencoded() is None
     assert on3.answer(PROMPT, max_new_tokens=8, focus=QUESTION) == off3.answer(PROMPT, max_new_tokens=8, focus=QUESTION)
     # baselines answer from their pot as it is
     s_on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, method="streaming", reencode=True))
-    s_off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, method="streaming"))
+    s_off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, method="streaming", reencode=False))
     assert s_on.answer(PROMPT, max_new_tokens=8, focus=QUESTION) == s_off.answer(PROMPT, max_new_tokens=8,
                                                                                  focus=QUESTION)
 
@@ -89,7 +89,7 @@ def _kv_greedy(eng, n):
 
 
 def test_reencode_in_specs_and_presets():
-    assert PotConfig().reencode is False  # off by default (measured: README, needle results)
+    assert PotConfig().reencode is True  # on by default (measured: README, needle results)
     assert split_method_spec("infinipot+reencode=1")[1] == {"reencode": True}
     assert split_method_spec("infinipot-paper")[1]["reencode"] is False
     assert split_method_spec("infinipot-span")[1]["reencode"] is False

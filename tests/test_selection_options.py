@@ -34,7 +34,7 @@ def rand(seed, shape=(L, H, N)):
 def test_defaults_and_paper_preset():
     d = PotConfig()
     assert (d.segment, d.relevance, d.span, d.share, d.share_from, d.final_keep, d.reencode) == (
-        48, True, 0, True, 0.5, 512, False)
+        48, True, 0, True, 0.5, 512, True)
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
     assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
         "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
@@ -71,8 +71,9 @@ def test_cli_options_override_the_preset():
     assert pot_config(Options(method="infinipot-paper", final_keep=256)).final_keep == 256
     with pytest.raises(UsageError):
         _options(final_keep=-1)
-    assert pot_config(Options()).reencode is False
-    assert pot_config(Options(reencode=True)).reencode is True
+    assert pot_config(Options()).reencode is True
+    assert pot_config(Options(reencode=False)).reencode is False
+    assert pot_config(Options(method="infinipot-paper")).reencode is False
     assert pot_config(Options(method="infinipot-paper", reencode=True)).reencode is True
     assert pot_config(Options(method="infinipot+reencode=1")).reencode is True
 
