@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # on macOS (Apple silicon): make setup TORCH_SPEC="torch"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test bench-needle bench-speed clean
+.PHONY: setup demo test test-all bench-needle bench-speed clean
 
 setup: $(VENV)/.installed
 
@@ -26,8 +26,12 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# also the slow real-model checks (16K-token documents through the built-in model)
+test-all: setup
+	$(BIN)/python -m pytest -q --run-slow
+
 bench-needle: setup
-	$(BIN)/infinipot bench needle --lengths 4k,8k,32k --depths 0.1,0.5,0.9 --trials 2 --methods full,infinipot-paper,infinipot-span,infinipot,streaming --out bench-out/needle
+	$(BIN)/infinipot bench needle --lengths 4k,8k,32k --depths 0.1,0.5,0.9 --trials 2 --methods full,infinipot-paper,infinipot,streaming --out bench-out/needle
 
 bench-speed: setup
 	$(BIN)/infinipot bench speed --lengths 2k,8k,32k --methods infinipot,plain,prefill --out bench-out/speed

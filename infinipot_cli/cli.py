@@ -20,20 +20,24 @@ import typer
 
 from . import __version__
 from .errors import InfinipotError, InputError, UsageError
-from .scoring.policies import METHODS
 
 app = typer.Typer(
     name="infinipot",
     help="Read documents of any length with a small local LLM in a fixed amount of memory (InfiniPot), "
-         "then answer questions about them or summarize them.",
+         "then answer questions about them or summarize them.\n\n"
+         "Examples:\n\n"
+         "  infinipot ask book.pdf \"Who killed the captain?\"\n\n"
+         "  infinipot summarize report.html\n\n"
+         "  cat notes.txt | infinipot ask - \"What did we decide?\"\n\n"
+         "  infinipot read book.epub --save-pot book.pot && infinipot ask --load-pot book.pot \"...\"",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-DEFAULT_SIZE = 2048
-DEFAULT_KEEP = 1024
+HUGE_POT = 1 << 18  # entries per head beyond which a pot costs more than any document it could help with
 
 
 def _err(msg: str) -> None:
@@ -68,11 +72,10 @@ def handle_errors():
 
 @dataclass
 class Options:
+    """A reading command's options; `pot` holds only the pot knobs given on the command line (config.py)."""
+
     model: Optional[str] = None
-    pot_size: int = DEFAULT_SIZE
-    keep: int = DEFAULT_KEEP
-    nuc_ratio: float = 0.5
-    method: str = "infinipot"
+    method: Optional[str] = None
     catalyst: Optional[str] = None
     max_new_tokens: int = 256
     device: Optional[str] = None
@@ -82,103 +85,94 @@ class Options:
     quiet: bool = False
     save_pot: Optional[str] = None
     load_pot: Optional[str] = None
-    chunk: int = 1024
-    pool: int = 0
-    nuc_decay: float = 1.0
-    recent: int = 0
-    span: Optional[int] = None     # None: the method's default (32; 0 for infinipot-paper)
-    share: Optional[bool] = None   # None: the method's default (on; off for infinipot-paper)
-    share_from: Optional[float] = None  # None: the method's default (0.5)
-    segment: Optional[int] = None  # None: the method's default (48; 0 for infinipot-paper)
-    relevance: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper)
-    final_keep: Optional[int] = None  # None: the method's default (512; 0 for infinipot-paper and infinipot-span)
-    reencode: Optional[bool] = None  # None: the method's default (on; off for infinipot-paper and infinipot-span)
     inputs: List[str] = field(default_factory=list)
+    pot: dict = field(default_factory=dict)
 
 
-# ---- shared options -----------------------------------------------------------------------------------
-ModelOpt = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
-                        help="Model: a local folder or a cached Hugging Face id. Default: the built-in SmolLM2-135M-Instruct.")
-SizeOpt = typer.Option(DEFAULT_SIZE, "--pot-size", help="M: KV entries per layer and head the pot may hold.")
-KeepOpt = typer.Option(DEFAULT_KEEP, "--keep", help="C: entries kept by each distillation (pinned header included).")
-NucOpt = typer.Option(0.5, "--nuc-ratio", help="alpha: share of kept slots chosen by novelty (NuC); the rest by CaP.")
-MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | '.join(METHODS)}; infinipot-paper = "
-                         "the paper's exact selection (--segment 0 --no-relevance --no-share); infinipot-span = "
-                         "the previous default (--segment 0 --no-relevance --span 32); or a spec such as "
-                         "infinipot+segment=32.")
-CatOpt = typer.Option(None, "--catalyst", help="Your own catalyst prompt text (default: the question, or a general one).")
-DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto.")
-DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
-FormatOpt = typer.Option("auto", "--format", help="Input format: auto | pdf | epub | html | text.")
-JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout at the end (nothing else).")
-QuietOpt = typer.Option(False, "-q", "--quiet", help="No progress display.")
-SaveOpt = typer.Option(None, "--save-pot", help="Write the distilled pot to FILE (atomically).")
-LoadOpt = typer.Option(None, "--load-pot", help="Start from a saved pot: ask without re-reading, or read more into it.")
-InputOpt = typer.Option(None, "-i", "--input", help="A source to read (repeatable; read in order into one pot). '-' is stdin.")
-ChunkOpt = typer.Option(1024, "--chunk", help="Most tokens per forward pass.")
-PoolOpt = typer.Option(0, "--pool", help="InfiniPot option: max-pool CaP scores over N neighbouring entries (0 = off, paper).")
-DecayOpt = typer.Option(1.0, "--nuc-decay", help="InfiniPot option: age survivors' novelty by this factor per cycle (1 = paper).")
-RecentOpt = typer.Option(0, "--recent", help="InfiniPot option: always keep the last N entries (0 = paper).")
-ShareOpt = typer.Option(None, "--share/--no-share", show_default=False,
-                        help="InfiniPot option: one score per entry for all layers and heads [default: on; off = paper].")
-ShareFromOpt = typer.Option(None, "--share-from", show_default=False,
-                            help="InfiniPot option: the shared score averages the layers from this depth fraction on "
-                                 "[default: 0.5; 0 = all layers].")
-SpanOpt = typer.Option(None, "--span", show_default=False,
-                       help="InfiniPot option: keep contiguous spans: average token scores over N neighbours "
-                            "(used when --segment is 0) [default: 0 = paper].")
-SegmentOpt = typer.Option(None, "--segment", show_default=False,
-                          help="InfiniPot option: keep whole sentences of at most N tokens, ranked by their mean score "
-                               "[default: 48; 0 = single tokens, as the paper].")
-RelevanceOpt = typer.Option(None, "--relevance/--no-relevance", show_default=False,
-                            help="InfiniPot option: with a question as the catalyst, rank by the attention the question "
-                                 "gives beyond the prompt template's [default: on; off = the paper's CaP sum].")
+# ---- the options every reading command takes ------------------------------------------------------------
+# ask, summarize and read take the same options; each command's own signature lists only its arguments and its
+# --max-new-tokens. `reading_command` adds these to the signature Typer reads and hands them to the command as
+# one Options. The pot knobs (--pot-size, --keep, ...) come from their declaration in config.py.
+P_POT, P_MODEL, P_IO = "Pot (InfiniPot)", "Model", "Input and output"
 
-FinalKeepOpt = typer.Option(None, "--final-keep", show_default=False,
-                            help="InfiniPot option: before answering a question, distill the pot to N entries with "
-                                 "the question as the catalyst: fewer look-alike sentences to confuse the answer "
-                                 "[default: 512; 0 = only when the pot is too full, as the paper].")
-ReencodeOpt = typer.Option(None, "--reencode/--no-reencode", show_default=False,
-                           help="InfiniPot option: answer a question over a fresh prefill of the text the pot holds "
-                                "instead of its KV states as read [default: on; --no-reencode = from the KV, "
-                                "as the paper].")
+
+def _knob_option(f) -> tuple[str, object, object]:
+    """A Typer option for a declared pot knob; default None = not given (the declared default applies)."""
+    default = "half the pot" if f.name == "keep" else str(f.default)
+    kind = type(f.default)
+    return (f.name, Optional[kind],
+            typer.Option(None, f.metadata["flag"], show_default=False, rich_help_panel=P_POT,
+                         metavar="N" if kind is int else "X", help=f"{f.metadata['help']} Default: {default}."))
+
+
+def _reading_options() -> list[tuple[str, object, object]]:
+    from .config import cli_knobs, method_help
+
+    return [
+        ("inputs", Optional[List[str]], typer.Option(
+            None, "-i", "--input", rich_help_panel=P_IO, metavar="SOURCE",
+            help="A source to read (repeatable; read in order into one pot). '-' is stdin.")),
+        *[_knob_option(f) for f in cli_knobs()],
+        ("method", Optional[str], typer.Option(None, "--method", show_default=False, rich_help_panel=P_POT,
+                                               metavar="SPEC", help=method_help() + " Default: infinipot.")),
+        ("catalyst", Optional[str], typer.Option(
+            None, "--catalyst", rich_help_panel=P_POT, metavar="TEXT",
+            help="Your own catalyst prompt text (default: the question for ask, a general one otherwise).")),
+        ("model", Optional[str], typer.Option(
+            None, "-m", "--model", envvar="INFINIPOT_MODEL", rich_help_panel=P_MODEL, metavar="MODEL",
+            help="A local model folder or a cached Hugging Face id. Default: the built-in SmolLM2-135M-Instruct.")),
+        ("device", Optional[str], typer.Option(None, "--device", rich_help_panel=P_MODEL, metavar="DEVICE",
+                                               help="cpu, cuda, cuda:N or auto. Default: auto.")),
+        ("dtype", Optional[str], typer.Option(
+            None, "--dtype", rich_help_panel=P_MODEL, metavar="DTYPE",
+            help="auto, float32, bfloat16 or float16. Default: float32 on the CPU, bfloat16 on CUDA.")),
+        ("format", str, typer.Option("auto", "--format", rich_help_panel=P_IO, metavar="FORMAT",
+                                     help="Input format: auto, pdf, epub, html or text.")),
+        ("load_pot", Optional[str], typer.Option(
+            None, "--load-pot", rich_help_panel=P_IO, metavar="FILE",
+            help="Start from a saved pot: ask without re-reading, or read more into it.")),
+        ("save_pot", Optional[str], typer.Option(None, "--save-pot", rich_help_panel=P_IO, metavar="FILE",
+                                                 help="Write the distilled pot to FILE (atomically).")),
+        ("json_out", bool, typer.Option(False, "--json", rich_help_panel=P_IO, metavar="",
+                                        help="Print one JSON object on stdout at the end (nothing else).")),
+        ("quiet", bool, typer.Option(False, "-q", "--quiet", rich_help_panel=P_IO, metavar="", help="No progress display.")),
+    ]
+
+
+READING_OPTIONS = _reading_options()
 
 
 def _options(**kw) -> Options:
-    o = Options(**{k: v for k, v in kw.items() if not (k == "inputs" and v is None)})  # no -i: the empty list
-    from .engine import ALIASES, split_method_spec
+    """Options from the command line, checked before anything heavy is loaded (bad input fails in milliseconds)."""
+    from .config import cli_knobs
 
-    if split_method_spec(o.method)[0] not in METHODS:
-        raise UsageError(f"unknown --method {o.method!r}; choose one of {', '.join([*METHODS, *ALIASES])}")
-    if o.span is not None and o.span < 0:
-        raise UsageError("--span must be 0 (off) or more")
-    if o.segment is not None and o.segment < 0:
-        raise UsageError("--segment must be 0 (off) or more")
-    if o.final_keep is not None and o.final_keep < 0:
-        raise UsageError("--final-keep must be 0 (off) or more")
-    if o.share_from is not None and not 0.0 <= o.share_from < 1.0:
-        raise UsageError("--share-from must be in [0, 1)")
+    knobs = {f.name: kw.pop(f.name) for f in cli_knobs()}
+    if kw.get("inputs") is None:
+        kw["inputs"] = []
+    o = Options(**kw, pot={k: v for k, v in knobs.items() if v is not None})
+    if o.load_pot and (o.pot or o.method):
+        given = [f.metadata["flag"] for f in cli_knobs() if f.name in o.pot] + (["--method"] if o.method else [])
+        raise UsageError(f"{', '.join(given)} cannot change a loaded pot (--load-pot keeps the settings it was "
+                         "read with); drop them, or read the document again")
+    if not o.load_pot:
+        cfg = pot_config(o)
+        if cfg.bounded and cfg.size > HUGE_POT:
+            sys.stderr.write(f"infinipot: warning: --pot-size {cfg.size} is far beyond what a pot needs; memory and "
+                             "answer time grow with it (the default is 2048)\n")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
         raise UsageError(f"unknown --format {o.format!r}; choose auto, pdf, epub, html or text")
     if o.max_new_tokens <= 0:
         raise UsageError("--max-new-tokens must be positive")
-    if o.chunk <= 0:
-        raise UsageError("--chunk must be positive")
     return o
 
 
 def pot_config(o: Options):
-    """The pot configuration (a PotConfig): the method (a name or a spec such as infinipot-paper+recent=64) and
-    its presets, then the explicit options; --span / --share / --segment / --relevance only when given."""
-    from .engine import PotConfig, split_method_spec
+    """The validated PotConfig: the method (a name, preset or spec such as infinipot+segment=32), then the
+    knobs given on the command line."""
+    from .config import PotConfig, split_method_spec
 
-    base, spec = split_method_spec(o.method)
-    kw = {"size": o.pot_size, "keep": o.keep, "chunk": o.chunk, "alpha": o.nuc_ratio, "pool": o.pool,
-          "nuc_decay": o.nuc_decay, "recent": o.recent, **spec}
-    given = {"span": o.span, "share": o.share, "share_from": o.share_from, "segment": o.segment, "relevance": o.relevance,
-             "final_keep": o.final_keep, "reencode": o.reencode}
-    kw.update({k: v for k, v in given.items() if v is not None})
-    return PotConfig(method=base, **kw)
+    base, spec = split_method_spec(o.method or "infinipot")
+    return PotConfig(method=base, **{**spec, **o.pot}).validate()
 
 
 def _stdin_piped() -> bool:
@@ -193,7 +187,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
     """kind: "ask" | "summarize" | "read"."""
     from .display import Display
     from .documents import open_source
-    from .engine import Engine, PotConfig
+    from .engine import Engine
     from .prompts import Prompts
     from .reader import SourceRecord, read_source
 
@@ -206,8 +200,12 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
     if o.save_pot and o.load_pot is None and os.path.isdir(o.save_pot):
         raise UsageError(f"--save-pot {o.save_pot} is a directory")
 
-    # Open every source before loading the model: bad input fails fast.
+    # Open every source and check a pot file before loading the model: bad input fails fast.
     opened = [open_source(p, o.format) for p in sources]
+    if o.load_pot:
+        from .potfile import read_meta
+
+        read_meta(o.load_pot)
 
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
 
@@ -238,9 +236,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         if o.load_pot:
             from .potfile import load_pot, question_mismatch
 
-            engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name)
-            engine.on_event = display.on_event
-            engine.t0 = time.perf_counter()
+            engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name,
+                                       on_event=display.on_event)
             if kind == "ask":
                 warn_text = question_mismatch(meta_in, question or "")
                 if warn_text:
@@ -305,8 +302,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         if kind in ("ask", "summarize"):
             prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
             stream = None if o.json_out else _stdout_writer()
-            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(), on_text=stream,
-                                   focus=focus)
+            answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
+                                   stop_ids=P.stop_ids(), on_text=stream, focus=focus)
             if stream:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
@@ -323,7 +320,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             "pot": {"size": engine.cfg.size if engine.cfg.bounded else None, "keep": engine.cfg.keep,
                     "entries": len(engine.pot), "peak_entries": engine.pot.peak_entries, "cycles": engine.cycles,
                     "kv_bytes": engine.pot.kv_bytes(), "alpha": engine.cfg.alpha,
-                    "policy": engine.policy.describe()},
+                    "policy": engine.cfg.policy_block()},
             "timings": {"load_s": round(lm.load_s, 3), "read_s": round(read_s, 3),
                         "distill_s": round(t.cap + t.nuc + t.select + t.rerotate, 3),
                         "answer_s": round(answer_s, 3), "total_s": round(time.perf_counter() - t_start, 3),
@@ -371,28 +368,15 @@ def _split_ask_args(args: list[str], inputs: list[str], have_pot: bool) -> tuple
         if have_pot:
             return [], args[0]
         if _stdin_piped():
+            if os.path.isfile(args[0]):
+                raise UsageError(f"{args[0]!r} is a file and text is piped on stdin: which is the document? "
+                                 f"Give the question too (infinipot ask {args[0]} \"QUESTION\"), or read stdin "
+                                 "with infinipot ask - \"QUESTION\"")
             return ["-"], args[0]
         raise UsageError("no SOURCE given and nothing piped on stdin: infinipot ask SOURCE \"your question\"")
     if len(args) == 2:
         return [args[0]], args[1]
     raise UsageError("too many arguments: to read several sources use -i/--input for each, then the question")
-
-
-# ---- the options every reading command takes ------------------------------------------------------------
-# ask, summarize and read take the same options; each command's own signature lists only its arguments and its
-# --max-new-tokens. `reading_command` adds these to the signature Typer reads and hands them to the command as
-# one Options. (name, type, option), in --help order.
-READING_OPTIONS = [
-    ("inputs", Optional[List[str]], InputOpt), ("model", Optional[str], ModelOpt), ("pot_size", int, SizeOpt),
-    ("keep", int, KeepOpt), ("nuc_ratio", float, NucOpt), ("method", str, MethodOpt),
-    ("catalyst", Optional[str], CatOpt), ("device", Optional[str], DeviceOpt), ("dtype", Optional[str], DtypeOpt),
-    ("format", str, FormatOpt), ("json_out", bool, JsonOpt), ("quiet", bool, QuietOpt),
-    ("save_pot", Optional[str], SaveOpt), ("load_pot", Optional[str], LoadOpt), ("chunk", int, ChunkOpt),
-    ("pool", int, PoolOpt), ("nuc_decay", float, DecayOpt), ("recent", int, RecentOpt),
-    ("span", Optional[int], SpanOpt), ("share", Optional[bool], ShareOpt), ("share_from", Optional[float], ShareFromOpt),
-    ("segment", Optional[int], SegmentOpt), ("relevance", Optional[bool], RelevanceOpt),
-    ("final_keep", Optional[int], FinalKeepOpt), ("reencode", Optional[bool], ReencodeOpt),
-]
 
 
 def reading_command(fn):
@@ -417,7 +401,7 @@ def reading_command(fn):
 @reading_command
 def ask(
     args: List[str] = typer.Argument(None, metavar="[SOURCE] QUESTION", help="A document (path or - for stdin) and the question."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", help="Longest answer in tokens."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", metavar="N", help="Longest answer in tokens."),
     *, o: Options,
 ):
     """Read SOURCE through the pot with the question as the catalyst (CaP-Q) and answer it."""
@@ -431,7 +415,7 @@ def ask(
 @reading_command
 def summarize(
     sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents (paths, or - for stdin)."),
-    max_new_tokens: int = typer.Option(384, "--max-new-tokens", help="Longest summary in tokens."),
+    max_new_tokens: int = typer.Option(384, "--max-new-tokens", metavar="N", help="Longest summary in tokens."),
     *, o: Options,
 ):
     """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
@@ -460,7 +444,7 @@ def read(
 @app.command()
 def inspect(
     pot_file: str = typer.Argument(..., metavar="FILE", help="A pot file written by --save-pot."),
-    json_out: bool = JsonOpt,
+    json_out: bool = typer.Option(False, "--json", help="Print the facts as one JSON object on stdout."),
     model: Optional[str] = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
                                         help="Tokenizer to reconstruct the remembered text (default: the pot's model)."),
 ):
@@ -468,7 +452,8 @@ def inspect(
     with handle_errors():
         from rich.console import Console
 
-        from .potfile import inspect_pot, read_meta, render_inspect
+        from .inspect import inspect_pot, render_inspect
+        from .potfile import read_meta
 
         meta = read_meta(pot_file)
         tokenizer = _tokenizer_for(model or meta.get("model"))
@@ -516,9 +501,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version_cb,
 
 
 def main() -> None:
-    import torch
-
     if os.environ.get("INFINIPOT_THREADS"):
+        import torch
+
         torch.set_num_threads(int(os.environ["INFINIPOT_THREADS"]))
     app()
 

@@ -105,10 +105,10 @@ def memory_strip(kept: np.ndarray, distilled_upto: int, tokens_read: int,
 
 def strip_chars(cells: list[tuple[float, bool]]) -> str:
     """The strip as plain characters: ' ' for nothing kept, ▁..█ for the kept fraction (rounded up)."""
-    return "".join(_cell_char(f) for f, _ in cells)
+    return "".join(cell_char(f) for f, _ in cells)
 
 
-def _cell_char(f: float) -> str:
+def cell_char(f: float) -> str:
     if f <= 0.0:
         return " "
     return BLOCKS[min(7, max(0, math.ceil(f * 8) - 1))]
@@ -561,7 +561,7 @@ class Display:
         st = Text()
         run, run_style = "", None
         for frac, is_fresh in cells:  # one span per run of equally styled cells
-            ch, style = ("·", "dim") if frac <= 0 else (_cell_char(frac), C_FRESH if is_fresh else C_DISTILLED)
+            ch, style = ("·", "dim") if frac <= 0 else (cell_char(frac), C_FRESH if is_fresh else C_DISTILLED)
             if style != run_style and run:
                 st.append(run, style=run_style)
                 run = ""

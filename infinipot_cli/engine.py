@@ -21,96 +21,23 @@ from typing import Callable
 import torch
 from transformers import DynamicCache
 
+from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
 from .errors import UsageError
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
 from .scoring.nuc import lm_head_logits, novelty
-from .scoring.policies import UNBOUNDED, Policy, SelectionInputs, make_policy
+from .scoring.policies import SelectionInputs, make_policy
 from .scoring.segments import BoundaryTable, unit_starts
 
 
-@dataclass
-class PotConfig:
-    size: int = 2048          # M: entries per (layer, KV head)
-    keep: int = 1024          # C: entries kept by a distillation (pinned header included)
-    alpha: float = 0.5        # NuC share of the kept slots
-    method: str = "infinipot"
-    chunk: int = 1024         # most tokens per forward pass
-    pool: int = 0             # InfiniPot option: max-pool CaP scores over neighbours
-    nuc_decay: float = 1.0    # InfiniPot option: age stored novelty per cycle
-    recent: int = 0           # InfiniPot option: always keep the last N entries
-    span: int = 0             # InfiniPot option: sliding-mean token scores over N neighbours (with segment=0)
-    share: bool = True        # InfiniPot option: one score per entry shared by all layers and heads; False = paper
-    share_from: float = 0.5   # InfiniPot option: the shared score averages the layers from this depth on (0 = all)
-    relevance: bool = True    # InfiniPot option: with CaP-Q, rank by question relevance (question minus template)
-    segment: int = 48         # InfiniPot option: keep whole sentence segments of at most N entries; 0 = tokens
-    rel_share: float = 1.0    # InfiniPot option: with relevance, its share of the CaP slots (the rest: the CaP sum)
-    final_keep: int = 512     # InfiniPot option: before answering a question, distill to N entries with it;
-                              # 0 = only when the pot is too full (the paper)
-    reencode: bool = True     # InfiniPot option: answer a question from a fresh prefill of the pot's tokens
-                              # (when every layer and head holds the same ones); False = from the pot's KV (paper)
-
-    def policy(self) -> Policy:
-        opts = {}
-        if self.method in ("infinipot", "cap"):
-            opts = {"pool": self.pool, "nuc_decay": self.nuc_decay, "recent": self.recent, "span": self.span,
-                    "share": self.share, "share_from": self.share_from, "relevance": self.relevance,
-                    "segment": self.segment, "rel_share": self.rel_share}
-        return make_policy(self.method, alpha=self.alpha, **opts)
-
-    @property
-    def bounded(self) -> bool:
-        return self.method not in UNBOUNDED
-
-    @classmethod
-    def from_spec(cls, spec: str, **kw) -> "PotConfig":
-        """A method spec: a policy name with optional InfiniPot options, e.g. "infinipot-paper+recent=64"."""
-        base, opts = split_method_spec(spec)
-        return cls(method=base, **{**kw, **opts})
-
-
-# The paper's exact selection (InfiniPot §3.3.3: per-head top-k of single tokens by the CaP sum), as the method
-# "infinipot-paper". Our defaults differ, measured on the needle bench and on real prose (issue 6, README
-# "Needle in a haystack"): segment=48 (keep whole sentences, in document coordinates), relevance=True (with a
-# question, rank by the question's attention beyond the template's) and share=True with share_from=0.5 (one
-# score per entry for every layer and head, from the deeper half of the layers) and final_keep=512 (before
-# answering a question, one last distillation with it down to 512 entries: fewer look-alike sentences) and
-# reencode=True (answer a question from a fresh prefill of the kept tokens instead of their KV states as read:
-# on 56 needle cells, 4K-128K, it fixed 6 of the 7 needles held whole but answered wrongly from the KV, broke 1).
-PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
-                 "final_keep": 0, "reencode": False}
-# The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry
-# sliding mean of the CaP sum.
-SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0, "reencode": False}
-ALIASES = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS),
-           "infinipot-span": ("infinipot", SPAN_OPTIONS)}
-
-
-def _flag(v: str) -> bool:
-    return v.lower() in ("1", "true", "yes", "on")
-
-
-_SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
-              "share": _flag, "relevance": _flag, "segment": int, "rel_share": float,
-              "final_keep": int, "reencode": _flag}
-
-
-def split_method_spec(spec: str) -> tuple[str, dict]:
-    """"infinipot+span=16+alpha=0.25" -> ("infinipot", {"span": 16, "alpha": 0.25});
-    "infinipot-paper+pool=7" -> ("infinipot", {"span": 0, "share": False, "pool": 7})."""
-    parts = [p.strip() for p in spec.strip().split("+")]
-    base, preset = ALIASES.get(parts[0].lower(), (parts[0].lower(), {}))
-    opts = dict(preset)
-    for p in parts[1:]:
-        key, _, val = p.partition("=")
-        key = key.strip().replace("-", "_")
-        if key not in _SPEC_OPTS or not val:
-            raise UsageError(f"bad method option {p!r} in {spec!r}; options: {', '.join(_SPEC_OPTS)} (e.g. infinipot+span=32)")
-        try:
-            opts[key] = _SPEC_OPTS[key](val)
-        except ValueError as e:
-            raise UsageError(f"bad value in {p!r}") from e
-    return base, opts
+def where_at(provenance: list, index: int) -> str:
+    """The label of document token `index`: provenance is [(first token index, label)] in reading order."""
+    w = ""
+    for start, label in provenance:
+        if start > index:
+            break
+        w = label
+    return w
 
 
 @dataclass
@@ -143,12 +70,14 @@ class Timings:
 
 
 class Engine:
+    """One reader: a pot, a selection policy and a catalyst. Feed it a document, then `ask` or `summarize`."""
+
     def __init__(self, model, tokenizer, config: PotConfig, catalyst_ids: list[int] | None = None,
                  on_event: Callable[[Event], None] | None = None, catalyst_focus: tuple[int, int] | None = None):
         self.model = model
         self.tok = tokenizer
-        self.cfg = config
-        self.policy = config.policy()
+        self.cfg = config.validate()
+        self.policy = make_policy(config)
         self.catalyst = list(catalyst_ids or [])
         self.catalyst_focus = catalyst_focus  # the question's rows inside the catalyst (prompts.Focus)
         self.boundaries = BoundaryTable(tokenizer)  # sentence ends, for segment selection
@@ -165,35 +94,34 @@ class Engine:
         self.timings = Timings()
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.t0 = time.perf_counter()
-        self._check_sizes()
+        self._check_room()
 
     # ---- configuration --------------------------------------------------------------------------
     def _cat_len(self) -> int:
         return len(self.catalyst) if self.policy.catalyst == "prompt" else 0
 
-    def _check_sizes(self) -> None:
+    def _check_room(self) -> None:
+        """The catalyst must leave room to read (sizes themselves are checked by PotConfig.validate)."""
         c = self.cfg
-        if not c.bounded:
-            return
-        if c.keep <= 0 or c.size <= 0:
-            raise UsageError("--pot-size and --keep must be positive")
-        if c.keep >= c.size:
-            raise UsageError(f"--keep ({c.keep}) must be smaller than --pot-size ({c.size})")
-        if c.size - c.keep - self._cat_len() < 1:
+        if c.bounded and c.size - c.keep - self._cat_len() < 1:
             raise UsageError(
                 f"the pot is too small: pot size {c.size} - keep {c.keep} - catalyst {self._cat_len()} tokens "
                 "leaves no room to read; raise --pot-size or lower --keep")
-        if not 0.0 <= c.alpha <= 1.0:
-            raise UsageError("--nuc-ratio must be between 0 and 1")
-        if not 0.0 <= c.rel_share <= 1.0:
-            raise UsageError("rel_share must be between 0 and 1")
-        if c.final_keep < 0:
-            raise UsageError("--final-keep must be 0 (off) or more")
 
     def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
         self.catalyst = list(ids)
         self.catalyst_focus = focus
-        self._check_sizes()
+        self._check_room()
+
+    def listen(self, on_event: Callable[[Event], None] | None) -> None:
+        """Report progress to `on_event` from now on (elapsed times count from now)."""
+        self.on_event = on_event
+        self.t0 = time.perf_counter()
+
+    def drop_pending(self) -> None:
+        """Forget tokens fed but not yet forwarded (an interrupted read keeps what the pot holds)."""
+        self.pending = []
+        self._fed = self.tokens_read
 
     # ---- reading --------------------------------------------------------------------------------
     def pin(self, ids: list[int]) -> None:
@@ -250,13 +178,6 @@ class Engine:
         _, capt = self._forward(self._take(room), cat, rows, focus=self.catalyst_focus)
         self._distill(self.cfg.keep, capt)
 
-    def _where_at(self, index: int) -> str:
-        w = ""
-        for start, label in reversed(self.provenance):
-            if start <= index:
-                w = label
-                break
-        return w
 
     # ---- one forward pass -----------------------------------------------------------------------
     def _catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
@@ -308,7 +229,7 @@ class Engine:
             self.prev_hidden = hidden[n - 1].clone()
             if not pinned:
                 self.tokens_read += n
-                self.where = self._where_at(self.tokens_read - 1)
+                self.where = where_at(self.provenance, self.tokens_read - 1)
         if pol.needs_acc and capt.scores:
             S = len(self.pot)
             self.pot.acc += torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])
@@ -335,42 +256,38 @@ class Engine:
                 rel = torch.stack([capt.relevance[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
-            src, tok = pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:]
-            starts = unit_starts(src, tok, self.boundaries).expand(L, H, S - npin)  # (L, H, N)
-        inp = SelectionInputs(budget=keep - npin, n=S - npin, cap=cap, nov=pot.nov[..., npin:],
-                              acc=pot.acc[..., npin:] if pol.needs_acc else None, shape=(L, H), rel=rel,
-                              starts=starts)
+            starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
+        inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
+                              rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
         chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
-        forced = getattr(pol, "last_nuc", None)
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
-        self.last_by_nuc = forced.gather(-1, chosen) if forced is not None else None
+        self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
         idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
-        pot.keep(idx)
-        pot.nov = pol.age(pot.nov)
+        pot.keep(idx, rerotate=pol.rerotate)
         self.timings.rerotate += time.perf_counter() - t1
         self.cycles += 1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
 
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
-    def answer(self, prompt_ids: list[int], max_new_tokens: int = 256, stop_ids: set[int] | None = None,
-               on_text: Callable[[str], None] | None = None, final_distill: bool = True,
-               focus: tuple[int, int] | None = None) -> str:
-        """Append the final prompt to the pot and generate greedily.
+    def answer(self, prompt_ids: list[int], mode: str, max_new_tokens: int = 256, stop_ids: set[int] | None = None,
+               on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None) -> str:
+        """Append the final prompt to the pot and generate greedily. mode: "question" or "summary".
 
-        If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
-        prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
-        (`focus` given), it also runs whenever the pot holds more than `final_keep` entries, down to
-        `final_keep` (and when it must run anyway, it keeps no more than that). With `reencode` and a
-        question, the answer is generated over a fresh prefill of the tokens the pot holds (`_reencoded`). The
-        pot is otherwise left as it was before the prompt (the prompt and the answer are cropped away
-        afterwards, or were never added to it), so the same pot can answer again.
+        If pot + prompt + answer budget would exceed M, one last distillation runs first with the real prompt as
+        the catalyst (§3.2). A question (CaP-Q; `focus`: the question's tokens in the prompt) also narrows the pot
+        to `final_keep` entries and, with `reencode`, is answered over a fresh prefill of the kept text
+        (`_reencoded`); a summary wants breadth and does neither. The pot is left as it was before the prompt, so
+        the same pot can answer again.
         """
+        if mode not in ("question", "summary"):
+            raise ValueError(f"mode must be 'question' or 'summary', not {mode!r}")
         self.finish()
         t0 = time.perf_counter()
         pot, pol, cfg = self.pot, self.policy, self.cfg
+        question = mode == "question" and pol.catalyst == "prompt"
         F = len(prompt_ids)
         self._emit("answer")
         if cfg.bounded:
@@ -379,22 +296,21 @@ class Engine:
                 raise UsageError(
                     f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
                     f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-            # final_keep: only for a question (a summary wants breadth) and a policy that scores with the prompt
-            narrow = cfg.final_keep if focus is not None and pol.catalyst == "prompt" else 0
+            narrow = cfg.final_keep if question else 0
             target = None
             if len(pot) > limit:  # the paper's last distillation: too full for the prompt and the answer
                 target = min(cfg.keep, narrow or cfg.keep, limit)
             elif narrow and len(pot) > narrow:
                 target = narrow
-            if final_distill and target is not None:
+            if target is not None:
                 if target <= pot.n_pinned:
                     raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header "
                                      f"({pot.n_pinned} tokens)")
-                self._final_distill(prompt_ids, target, focus)
-        elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
+                self._final_distill(prompt_ids, target, focus if question else None)
+        elif cfg.method == "snapkv" and len(pot) > cfg.keep:
             self._final_distill(prompt_ids, cfg.keep, focus)
         base = len(pot)
-        fresh = self._reencoded() if cfg.reencode and focus is not None and pol.catalyst == "prompt" else None
+        fresh = self._reencoded() if cfg.reencode and question else None
         kv = fresh if fresh is not None else pot.cache
         x = torch.tensor([prompt_ids], device=self.device)
         out = self.model.model(input_ids=x, past_key_values=kv, use_cache=True)
@@ -429,14 +345,10 @@ class Engine:
         return final.strip()
 
     def _reencoded(self) -> DynamicCache | None:
-        """InfiniPot option `reencode`: a new KV cache from one fresh (chunked) prefill of the tokens the pot
-        holds, in pot order, at positions 0..S-1 -- the positions CR-RoPE gave them (§3.5). The pot's own KV
-        states of a token were computed once, over the document around it as read, and carry over cycles what
-        attention drew from text long evicted; the fresh prefill gives the states of just the text that is
-        kept. Measured (README, "Needle in a haystack"): a 32K cell answered "mountain range." from the pot's
-        KV and "clock tower stairwell." from the same 512 tokens prefilled afresh. None when the (layer, KV
-        head) pairs hold different tokens (per-head selection: no single text to prefill). The pot itself is
-        not changed; the new cache is at most the pot's size, for the time of one answer."""
+        """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
+        at positions 0..S-1 (the positions CR-RoPE gave them, §3.5). The pot's own states carry what attention
+        drew from text long evicted; the fresh prefill sees only the kept text (measured: docs/results/needle.md).
+        None when heads hold different tokens (per-head selection). The pot itself is not changed."""
         tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
@@ -453,6 +365,58 @@ class Engine:
         if rows:
             _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
         self._distill(keep, capt)
+
+    # ---- state (pot files, resume) ---------------------------------------------------------------
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        """Everything needed to resume this reader: tensors (CPU) and JSON-able facts. potfile.py stores them."""
+        pot = self.pot
+        if pot.cache_len() != len(pot):
+            raise RuntimeError(f"inconsistent pot: the cache holds {pot.cache_len()} entries, the metadata {len(pot)}")
+        tensors: dict[str, torch.Tensor] = {}
+        for i, layer in enumerate(pot.cache.layers if pot.cache_len() else []):
+            tensors[f"layers.{i}.keys"] = layer.keys.detach().cpu().contiguous()      # (1, H_kv, S, D)
+            tensors[f"layers.{i}.values"] = layer.values.detach().cpu().contiguous()  # (1, H_kv, S, Dv)
+        tensors["src"] = pot.src.cpu().long().contiguous()   # (L, H_kv, S)
+        tensors["tok"] = pot.tok.cpu().long().contiguous()   # (L, H_kv, S)
+        tensors["nov"] = pot.nov.cpu().float().contiguous()  # (L, H_kv, S)
+        tensors["acc"] = pot.acc.cpu().float().contiguous()  # (L, H_kv, S)
+        tensors["catalyst"] = torch.tensor(self.catalyst, dtype=torch.long)
+        tensors["pending"] = torch.tensor(self.pending, dtype=torch.long)
+        if self.prev_hidden is not None:
+            tensors["prev_hidden"] = self.prev_hidden.detach().cpu().contiguous().clone()  # (d,)
+        facts = {"config": self.cfg.as_dict(), "tokens_read": int(self.tokens_read), "cycles": int(self.cycles),
+                 "entries": len(pot), "n_pinned": int(pot.n_pinned), "n_distilled": int(pot.n_distilled),
+                 "peak_entries": int(pot.peak_entries), "layers": pot.num_layers, "kv_heads": pot.num_kv_heads,
+                 "cache_layers": len(pot.cache.layers) if pot.cache_len() else 0, "kv_bytes": int(pot.kv_bytes()),
+                 "fed": int(self._fed), "pending": len(self.pending), "where": self.where,
+                 "provenance": [[int(s), str(w)] for s, w in self.provenance]}
+        return tensors, facts
+
+    @classmethod
+    def from_state(cls, model, tokenizer, tensors: dict[str, torch.Tensor], facts: dict,
+                   catalyst_focus: tuple[int, int] | None = None) -> "Engine":
+        """The reader `state()` described, on `model` (already checked to be the model that made it)."""
+        eng = cls(model, tokenizer, PotConfig.from_saved(facts.get("config") or {}),
+                  catalyst_ids=tensors["catalyst"].tolist(), catalyst_focus=catalyst_focus)
+        pot = eng.pot
+        dtype = next(model.parameters()).dtype
+        for i in range(int(facts.get("cache_layers", 0))):
+            k = tensors[f"layers.{i}.keys"].to(device=eng.device, dtype=dtype)
+            v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
+            pot.cache.update(k, v, i)
+        pot.src, pot.tok, pot.nov, pot.acc = tensors["src"], tensors["tok"], tensors["nov"], tensors["acc"]
+        pot.n_pinned = int(facts["n_pinned"])
+        pot.n_distilled = int(facts.get("n_distilled", len(pot)))
+        pot.peak_entries = int(facts.get("peak_entries", len(pot)))
+        eng.tokens_read = int(facts["tokens_read"])
+        eng.cycles = int(facts.get("cycles", 0))
+        ph = tensors.get("prev_hidden")
+        eng.prev_hidden = ph.to(device=eng.device, dtype=dtype) if ph is not None else None
+        eng.provenance = [(int(s), str(w)) for s, w in facts.get("provenance", [])]
+        eng.pending = tensors["pending"].tolist()
+        eng._fed = int(facts.get("fed", eng.tokens_read + len(eng.pending)))
+        eng.where = str(facts.get("where", ""))
+        return eng
 
     # ---- events ---------------------------------------------------------------------------------
 

@@ -78,10 +78,11 @@ class MemoryPot:
 
     # ---- distillation ------------------------------------------------------------------------------
     @torch.no_grad()
-    def keep(self, idx: torch.Tensor) -> None:
+    def keep(self, idx: torch.Tensor, rerotate: bool = True) -> None:
         """Keep entries idx (L, H_kv, K) — sorted ascending per head — and apply CR-RoPE.
 
-        Kept keys are re-rotated from their old positions (their old indices) to 0..K-1.
+        Kept keys are re-rotated from their old positions (their old indices) to 0..K-1 (`rerotate=False`: left
+        where they were, for the `plain` speed reference only).
         """
         L, H, K = idx.shape
         assert L == self.num_layers and H == self.num_kv_heads
@@ -91,7 +92,9 @@ class MemoryPot:
             gather = ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1])
             keys = layer.keys.gather(2, gather)  # (1, H, K, D)
             values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
-            layer.keys = self.rerotator.rerotate(li, keys, idx[li], new_pos).contiguous()
+            if rerotate:
+                keys = self.rerotator.rerotate(li, keys, idx[li], new_pos)
+            layer.keys = keys.contiguous()
             layer.values = values.contiguous()
         self.src = self.src.gather(-1, idx)
         self.tok = self.tok.gather(-1, idx)

@@ -1,4 +1,4 @@
-"""Pot files: save a distilled memory pot to disk, load it back, and show what it remembers.
+"""Pot files: save a distilled memory pot to disk and load it back (inspect.py shows what one remembers).
 
 A pot file is a safetensors file (never pickle). Tensors:
 
@@ -21,7 +21,6 @@ interrupted save leaves any previous pot untouched.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -35,14 +34,13 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from . import __version__
-from .engine import PAPER_OPTIONS, Engine, PotConfig
+from .engine import Engine
 from .errors import InfinipotError, InputError, UsageError
 from .model import fingerprint
 
 FORMAT_VERSION = 1
 META_KEY = "infinipot"
 CATALYST_KINDS = ("general", "question", "text")
-CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(PotConfig))
 _MAX_HEADER = 100 * 1024 * 1024
 _PROBE_PER_PARAM = 16
 
@@ -51,9 +49,6 @@ RESERVED = {"format_version", "infinipot_version", "fingerprint", "weights_probe
             "tokens_read", "cycles", "entries", "n_pinned", "n_distilled", "peak_entries", "layers", "kv_heads",
             "head_dim", "cache_layers", "kv_bytes", "fed", "pending", "where", "provenance", "tensors_sha256",
             "meta_sha256"}
-
-BLOCKS = "▁▂▃▄▅▆▇█"
-
 
 # ---- helpers ------------------------------------------------------------------------------------------
 def _text_config(model):
@@ -112,79 +107,32 @@ def _probe_matches(saved: list, now: list[float]) -> bool:
     return bad <= max(1, len(now) // 20)
 
 
-def _where_at(provenance: list, index: int) -> str:
-    w = ""
-    for start, label in provenance:
-        if start <= index:
-            w = label
-        else:
-            break
-    return w
-
-
 # ---- saving -------------------------------------------------------------------------------------------
 def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]:
-    """The tensors and the metadata describing `engine` (all tensors on the CPU, contiguous)."""
-    pot = engine.pot
-    S = len(pot)
-    L, H = pot.num_layers, pot.num_kv_heads
-    tensors: dict[str, torch.Tensor] = {}
-    layers = pot.cache.layers if pot.cache_len() else []
-    if pot.cache_len() != S:
-        raise RuntimeError(f"inconsistent pot: the cache holds {pot.cache_len()} entries, the metadata {S}")
-    if layers and len(layers) != L:
-        raise RuntimeError(f"inconsistent pot: {len(layers)} cache layers for a {L}-layer model")
-    dtype = next(engine.model.parameters()).dtype
-    head_dim = _head_dim(engine.model)
-    for i, layer in enumerate(layers):
-        tensors[f"layers.{i}.keys"] = layer.keys.detach().cpu().contiguous()
-        tensors[f"layers.{i}.values"] = layer.values.detach().cpu().contiguous()
-        dtype = layer.keys.dtype
-        head_dim = layer.keys.shape[-1]
-    tensors["src"] = pot.src.detach().cpu().long().contiguous()
-    tensors["tok"] = pot.tok.detach().cpu().long().contiguous()
-    tensors["nov"] = pot.nov.detach().cpu().float().contiguous()
-    tensors["acc"] = pot.acc.detach().cpu().float().contiguous()
-    tensors["catalyst"] = torch.tensor(list(engine.catalyst), dtype=torch.long)
-    tensors["pending"] = torch.tensor(list(engine.pending), dtype=torch.long)
-    if engine.prev_hidden is not None:
-        tensors["prev_hidden"] = engine.prev_hidden.detach().cpu().contiguous().clone()
-
+    """The tensors and the metadata describing `engine` (its `state()` plus the file's own facts)."""
+    tensors, facts = engine.state()
     bad = RESERVED & set(meta)
     if bad:
         raise ValueError(f"save_pot: meta may not set {sorted(bad)}")
     meta = dict(meta)
     cat = meta.pop("catalyst", None) or {}
-    kind = cat.get("kind") or meta.pop("catalyst_kind", None) or "general"
-    text = cat.get("text", meta.pop("catalyst_text", None))
+    kind = cat.get("kind") or "general"
+    text = cat.get("text")
     if kind not in CATALYST_KINDS:
         raise ValueError(f"save_pot: catalyst kind must be one of {CATALYST_KINDS}, not {kind!r}")
     model_name = meta.pop("model", None) or getattr(engine.model.config, "_name_or_path", "") \
         or getattr(engine.model.config, "model_type", "") or "unknown"
+    keys = tensors.get("layers.0.keys")
     info: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "infinipot_version": __version__,
         "model": str(model_name),
         "fingerprint": fingerprint(engine.model, engine.tok),
         "weights_probe": weights_probe(engine.model),
-        "dtype": _dtype_name(dtype),
-        "config": {k: getattr(engine.cfg, k) for k in CONFIG_FIELDS},
+        "dtype": _dtype_name(keys.dtype if keys is not None else next(engine.model.parameters()).dtype),
+        "head_dim": int(keys.shape[-1]) if keys is not None else _head_dim(engine.model),
         "catalyst": {"kind": kind, "text": text, "tokens": len(engine.catalyst)},
-        "tokens_read": int(engine.tokens_read),
-        "cycles": int(engine.cycles),
-        "entries": int(S),
-        "n_pinned": int(pot.n_pinned),
-        "n_distilled": int(pot.n_distilled),
-        "peak_entries": int(pot.peak_entries),
-        "layers": int(L),
-        "kv_heads": int(H),
-        "head_dim": int(head_dim),
-        "cache_layers": len(layers),
-        "kv_bytes": int(pot.kv_bytes()),
-        "fed": int(engine._fed),
-        "pending": len(engine.pending),
-        "where": engine.where,
-        "provenance": [[int(s), str(w)] for s, w in engine.provenance],
+        **facts,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     info.update(meta)  # "sources", "created", anything else the caller records
@@ -417,218 +365,21 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     if ph is not None and ph.shape[0] != cfg_m.hidden_size:
         raise InputError(f"{path} does not fit {ours}: hidden size {ph.shape[0]}, the model has {cfg_m.hidden_size}")
 
-    saved_cfg = meta["config"] if isinstance(meta["config"], dict) else {}
-    # A pot saved before an option existed was made without it: options missing from its config take the
-    # paper's values (PAPER_OPTIONS), not today's defaults, so it keeps selecting the way it did.
-    saved_cfg = {**PAPER_OPTIONS, **saved_cfg}
-    try:
-        cfg = PotConfig(**{k: v for k, v in saved_cfg.items() if k in CONFIG_FIELDS})
-        engine = Engine(model, tokenizer, cfg, catalyst_ids=tensors["catalyst"].tolist(), on_event=on_event)
-    except (UsageError, ValueError, TypeError) as e:
-        raise InputError(f"{path} is corrupt: its pot settings are invalid ({e})") from e
-
     cat = meta.get("catalyst") if isinstance(meta.get("catalyst"), dict) else {}
+    focus = None
     if cat.get("kind") in ("question", "text"):  # which catalyst rows are the question (scoring/cap.py)
         from .prompts import Prompts
 
-        ids, focus = Prompts(tokenizer).catalyst(cat["kind"], cat.get("text"))
-        if ids == engine.catalyst:
-            engine.catalyst_focus = focus
-    pot = engine.pot
-    device = engine.device
-    dtype = next(model.parameters()).dtype
-    for i in range(meta["cache_layers"]):
-        k = tensors[f"layers.{i}.keys"].to(device=device, dtype=dtype)
-        v = tensors[f"layers.{i}.values"].to(device=device, dtype=dtype)
-        pot.cache.update(k, v, i)
-    pot.src = tensors["src"]
-    pot.tok = tensors["tok"]
-    pot.nov = tensors["nov"]
-    pot.acc = tensors["acc"]
-    pot.n_pinned = int(meta["n_pinned"])
-    pot.n_distilled = int(meta.get("n_distilled", len(pot)))
-    pot.peak_entries = int(meta.get("peak_entries", len(pot)))
-    engine.tokens_read = int(meta["tokens_read"])
-    engine.cycles = int(meta.get("cycles", 0))
-    engine.prev_hidden = ph.to(device=device, dtype=dtype) if ph is not None else None
-    engine.provenance = [(int(s), str(w)) for s, w in meta.get("provenance", [])]
-    engine.pending = tensors["pending"].tolist()
-    engine._fed = int(meta.get("fed", engine.tokens_read + len(engine.pending)))
-    engine.where = str(meta.get("where", ""))
+        ids, f = Prompts(tokenizer).catalyst(cat["kind"], cat.get("text"))
+        focus = f if ids == tensors["catalyst"].tolist() else None
+    if not isinstance(meta["config"], dict):
+        raise InputError(f"{path} is corrupt: its pot settings are not a table")
+    try:
+        engine = Engine.from_state(model, tokenizer, tensors, meta, catalyst_focus=focus)
+    except (UsageError, ValueError, TypeError) as e:
+        raise InputError(f"{path} is corrupt: its pot settings are invalid ({e})") from e
+    engine.listen(on_event)
     return engine, meta
-
-
-# ---- inspecting ---------------------------------------------------------------------------------------
-def _spans(counts: torch.Tensor) -> list[tuple[int, int]]:
-    """[start, end) runs of positions with a non-zero count."""
-    k = (counts > 0).to(torch.int8)
-    d = torch.diff(torch.cat([torch.zeros(1, dtype=torch.int8), k, torch.zeros(1, dtype=torch.int8)]))
-    starts = torch.nonzero(d == 1).flatten().tolist()
-    ends = torch.nonzero(d == -1).flatten().tolist()
-    return list(zip(starts, ends))
-
-
-def inspect_pot(path: str | os.PathLike, tokenizer=None, bins: int = 60, top: int = 12,
-                max_chars: int = 400, verify: bool = True) -> dict:
-    """What a pot file holds and what it remembers — JSON-serializable.
-
-    passages: the `top` spans of consecutive kept document positions (union over all (layer, head)) by kept
-    weight (tokens x share of heads), in document order, each with its text (if `tokenizer`) and `where` label.
-    strip: [0, tokens_read) in min(bins, tokens_read) bins; `kept` = share of the bin's tokens some head keeps,
-    `heads` = mean share of heads keeping them.
-    verify: read every tensor and check the checksum (as load_pot does); False reads only src/tok.
-    """
-    path = Path(path)
-    header, size = _read_header(path)
-    meta = _parse_meta(path, header)
-    if verify:
-        t = _load_tensors(path, meta)
-    else:
-        t = _load_some(path, meta, ("src", "tok"))
-    L, H = meta["layers"], meta["kv_heads"]
-    LH = max(1, L * H)
-    T = int(meta["tokens_read"])
-    src, tok = t["src"], t["tok"]
-    mask = src >= 0
-    pos, ids = src[mask], tok[mask]
-    counts = torch.bincount(pos, minlength=T)[:T] if T else torch.zeros(0, dtype=torch.long)
-    token_of = torch.full((T,), -1, dtype=torch.long)
-    if T:
-        token_of[pos] = ids
-    prov = sorted(([int(s), str(w)] for s, w in meta.get("provenance", [])), key=lambda p: p[0])
-
-    spans = []
-    for s, e in _spans(counts):
-        w = float(counts[s:e].sum()) / LH
-        spans.append((w, s, e))
-    chosen = sorted(sorted(spans, key=lambda x: (-x[0], x[1]))[:top], key=lambda x: x[1])
-    passages = []
-    for w, s, e in chosen:
-        text = None
-        if tokenizer is not None:
-            text = tokenizer.decode(token_of[s:e].tolist(), skip_special_tokens=False)
-            if max_chars and len(text) > max_chars:
-                text = text[:max_chars].rstrip() + "…"
-        passages.append({"start": s, "end": e, "tokens": e - s, "heads": round(w / (e - s), 4),
-                         "weight": round(w, 2), "where": _where_at(prov, s), "text": text})
-
-    nb = min(bins, T) if bins > 0 else 0
-    edges = [i * T // nb for i in range(nb + 1)] if nb else []
-    kept_strip, heads_strip, where_strip = [], [], []
-    for a, b in zip(edges[:-1], edges[1:]):
-        c = counts[a:b].float()
-        kept_strip.append(round(float((c > 0).float().mean()), 4))
-        heads_strip.append(round(float(c.mean()) / LH, 4))
-        where_strip.append(_where_at(prov, a))
-
-    remembered = int((counts > 0).sum())
-    cfg = meta.get("config", {})
-    return {
-        "path": str(path),
-        "file_bytes": size,
-        "format_version": meta["format_version"],
-        "infinipot_version": meta.get("infinipot_version"),
-        "created": meta.get("created"),
-        "model": meta.get("model"),
-        "fingerprint": meta["fingerprint"],
-        "dtype": meta.get("dtype"),
-        "config": cfg,
-        "catalyst": meta.get("catalyst"),
-        "layers": L,
-        "kv_heads": H,
-        "head_dim": meta["head_dim"],
-        "entries": meta["entries"],
-        "n_pinned": meta["n_pinned"],
-        "n_distilled": meta.get("n_distilled"),
-        "peak_entries": meta.get("peak_entries"),
-        "kv_bytes": meta.get("kv_bytes"),
-        "tokens_read": T,
-        "pending": meta.get("pending", 0),
-        "cycles": meta.get("cycles", 0),
-        "where": meta.get("where", ""),
-        "sources": meta.get("sources", []),
-        "provenance": prov,
-        "remembered": {"tokens": remembered, "share": round(remembered / T, 4) if T else 0.0,
-                       "spans": len(spans)},
-        "strip": {"bins": nb, "kept": kept_strip, "heads": heads_strip, "where": where_strip},
-        "passages": passages,
-    }
-
-
-def _human_bytes(n) -> str:
-    if n is None:
-        return "?"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-def strip_line(shares: list[float]) -> str:
-    """One block character per bin: blank for nothing kept, ▁..█ by share."""
-    out = []
-    for s in shares:
-        out.append(" " if s <= 0 else BLOCKS[min(len(BLOCKS) - 1, max(0, int(s * len(BLOCKS) + 0.999) - 1))])
-    return "".join(out)
-
-
-def render_inspect(info: dict, console) -> None:
-    """Print inspect_pot's dict with rich: facts, the coverage strip and the remembered passages."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    cfg = info.get("config") or {}
-    cat = info.get("catalyst") or {}
-    tab = Table(show_header=False, box=None, pad_edge=False)
-    tab.add_column(style="bold cyan", no_wrap=True)
-    tab.add_column()
-    rows = [
-        ("pot", f"{info['path']} ({_human_bytes(info.get('file_bytes'))})"),
-        ("model", f"{info.get('model')}  [dim]{info.get('fingerprint')} · {info.get('dtype')}[/dim]"),
-        ("made", f"{info.get('created') or '?'} by infinipot {info.get('infinipot_version')}"),
-        ("method", f"{cfg.get('method')}  pot {cfg.get('size')} · keep {cfg.get('keep')} · "
-                   f"NuC ratio {cfg.get('alpha')} · chunk {cfg.get('chunk')}"),
-        ("catalyst", f"{cat.get('kind')}" + (f": {escape(str(cat.get('text')))}" if cat.get("text") else "")),
-        ("read", f"{info['tokens_read']:,} tokens in {info.get('cycles', 0)} distillation cycles"
-                 + (f" (+{info['pending']} pending)" if info.get("pending") else "")
-                 + (f", up to {escape(info['where'])}" if info.get("where") else "")),
-        ("holds", f"{info['entries']} entries per head ({info['n_pinned']} pinned) · {info['layers']} layers × "
-                  f"{info['kv_heads']} KV heads · KV {_human_bytes(info.get('kv_bytes'))}"),
-        ("remembers", f"{info['remembered']['tokens']:,} document tokens "
-                      f"({info['remembered']['share']:.1%}) in {info['remembered']['spans']} spans"),
-    ]
-    for src in info.get("sources") or []:
-        stop = src.get("stopped_at")
-        more = f", stopped at token {stop:,}" if isinstance(stop, int) else ""
-        rows.append(("source", f"{escape(str(src.get('path')))} [dim]({src.get('format')}, "
-                               f"{src.get('tokens', '?')} tokens{more})[/dim]"))
-    for k, v in rows:
-        tab.add_row(k, v)
-    console.print(tab)
-
-    strip = info.get("strip") or {}
-    if strip.get("bins"):
-        wh = strip.get("where") or []
-        console.print()
-        console.print("[bold]coverage[/bold] [dim](document start → end)[/dim]")
-        console.print(f"  kept  [green]{strip_line(strip['kept'])}[/green]")
-        console.print(f"  heads [cyan]{strip_line(strip['heads'])}[/cyan]")
-        if wh and (wh[0] or wh[-1]):
-            console.print(f"  [dim]{escape(wh[0] or 'start')} … {escape(wh[-1] or 'end')}[/dim]")
-
-    passages = info.get("passages") or []
-    if passages:
-        console.print()
-        console.print("[bold]what the pot remembers[/bold] [dim](largest kept passages, in document order)[/dim]")
-        for p in passages:
-            label = f"{escape(p['where'])} · " if p.get("where") else ""
-            rng = f"token {p['start']:,}" if p["tokens"] == 1 else f"tokens {p['start']:,}–{p['end'] - 1:,}"
-            console.print(f"[cyan]{label}{rng}[/cyan] "
-                          f"[dim]kept by {p['heads']:.0%} of heads[/dim]")
-            if p.get("text") is not None:
-                console.print("  " + escape(" ".join(p["text"].split())))
 
 
 # ---- questions ----------------------------------------------------------------------------------------

@@ -80,8 +80,7 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
             seen += len(ids)
         engine.finish()
     except KeyboardInterrupt:
-        engine.pending = []
-        engine._fed = engine.tokens_read
+        engine.drop_pending()
         record.stopped_at = skip_tokens + engine.tokens_read - start
         record.tokens = record.stopped_at
         record.size = source.size_bytes

@@ -8,9 +8,26 @@ sys.path.insert(0, os.path.dirname(__file__))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="also run the slow real-model checks (make test-all)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long real-model check; runs with --run-slow (make test-all)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow real-model check: make test-all runs it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def builtin():
-    """The built-in model (SmolLM2-135M-Instruct), converted once into the user cache."""
+    """The built-in model (SmolLM2-135M-Instruct), converted once into the user cache, loaded once per session."""
     from infinipot_cli.model import load_model
 
     return load_model(None)

@@ -11,7 +11,8 @@ from infinipot_cli.cli import app
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
 STORY = os.path.join(SAMPLES, "lighthouse.txt")
-FAST = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "16", "-q", "--json"]
+LOADED = ["--max-new-tokens", "16", "-q", "--json"]  # a loaded pot keeps its own settings
+FAST = ["--pot-size", "512", "--keep", "256"] + LOADED
 
 
 def invoke(args):
@@ -23,13 +24,13 @@ def test_load_pot_answers_exactly_as_in_process(builtin, tmp_path):
     q = "How many steps lead to the lamp room?"
     first = invoke(["ask", STORY, q, "--save-pot", pot] + FAST)
     assert first.exit_code == 0, first.stderr
-    again = invoke(["ask", "--load-pot", pot, q] + FAST)
+    again = invoke(["ask", "--load-pot", pot, q] + LOADED)
     assert again.exit_code == 0, again.stderr
     a, b = json.loads(first.stdout), json.loads(again.stdout)
     assert a["answer"] == b["answer"] and a["answer"]
     assert b["tokens_read"] == a["tokens_read"] and b["pot"]["cycles"] == a["pot"]["cycles"]
     # asking another question of a CaP-Q pot warns
-    other = invoke(["ask", "--load-pot", pot, "Who kept the lighthouse?", "--pot-size", "512", "--json"])
+    other = invoke(["ask", "--load-pot", pot, "Who kept the lighthouse?", "--json"])
     assert other.exit_code == 0
     assert "another question" in other.stderr or "distilled for" in other.stderr
     # inspect
@@ -68,13 +69,13 @@ def test_interrupted_read_saves_and_resumes(builtin, tmp_path, monkeypatch):
     assert src["stopped_at"] is not None and 0 < src["stopped_at"] < whole["tokens_read"]
 
     resumed = str(tmp_path / "resumed.pot")
-    r = invoke(["read", "--load-pot", part, STORY, "--save-pot", resumed] + FAST)
+    r = invoke(["read", "--load-pot", part, STORY, "--save-pot", resumed] + LOADED)
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["tokens_read"] == whole["tokens_read"]
     assert out["sources"][0]["stopped_at"] is None
     # reading the same source again into a complete pot is skipped with a warning
-    r = invoke(["read", "--load-pot", resumed, STORY, "--save-pot", resumed] + FAST)
+    r = invoke(["read", "--load-pot", resumed, STORY, "--save-pot", resumed] + LOADED)
     assert r.exit_code == 0 and "already in the pot" in r.stderr
 
 
@@ -83,5 +84,7 @@ def test_bad_pot_file_exit_2(tmp_path):
     bad.write_bytes(b"not a pot at all")
     r = invoke(["ask", "--load-pot", str(bad), "q", "-q"])
     assert r.exit_code == 2 and "infinipot: error:" in r.stderr
+    r = invoke(["ask", "--load-pot", str(bad), "q", "--pot-size", "512"])  # settings of a loaded pot are fixed
+    assert r.exit_code == 2 and "cannot change a loaded pot" in r.stderr
     r = invoke(["inspect", str(bad)])
     assert r.exit_code == 2

@@ -6,7 +6,7 @@ import torch
 from infinipot_cli.engine import Engine, PotConfig, split_method_spec
 from infinipot_cli.scoring import cap as cap_scores
 from infinipot_cli.scoring.nuc import lm_head_logits
-from infinipot_cli.scoring.policies import METHODS, UNBOUNDED
+from infinipot_cli.config import METHODS, UNBOUNDED
 from tiny_models import ARCHS, VOCAB, make_model
 
 HEADER = list(range(3, 9))        # a pinned "header"
@@ -67,7 +67,7 @@ def test_cap_holds_every_arch(arch_model):
     assert torch.equal(eng.pot.src[..., :len(HEADER)], (-1 - torch.arange(len(HEADER))).expand(eng.pot.src.shape[0], eng.pot.src.shape[1], -1))
     body = eng.pot.src[..., len(HEADER):]
     assert bool((body[..., 1:] > body[..., :-1]).all())
-    eng.answer(PROMPT, max_new_tokens=4)
+    eng.answer(PROMPT, "summary", max_new_tokens=4)
     assert eng.pot.peak_entries <= 64
 
 
@@ -79,7 +79,7 @@ def test_every_policy_respects_cap(method):
     eng = run_engine(model, doc_ids(500), cfg, events=on_event)
     assert eng.cycles >= 5
     ans_budget = 6
-    eng.answer(PROMPT, max_new_tokens=ans_budget)
+    eng.answer(PROMPT, "summary", max_new_tokens=ans_budget)
     assert eng.pot.peak_entries <= 80
     assert any(ev.kind == "distill" for ev in seen)
 
@@ -90,7 +90,7 @@ def test_unbounded_references_read_everything():
     full = run_engine(model, ids, PotConfig(size=64, keep=32, method="full"))
     assert len(full.pot) == len(HEADER) + 300 and full.cycles == 0
     snap = run_engine(model, ids, PotConfig(size=64, keep=32, method="snapkv"))
-    snap.answer(PROMPT, max_new_tokens=2)
+    snap.answer(PROMPT, "summary", max_new_tokens=2)
     assert len(snap.pot) == 32 and snap.cycles == 1
 
 
@@ -214,8 +214,8 @@ def test_answer_leaves_pot_unchanged_and_is_repeatable():
     eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16))
     before = [l.keys.clone() for l in eng.pot.cache.layers]
     n = len(eng.pot)
-    a1 = eng.answer(PROMPT, max_new_tokens=6)
-    a2 = eng.answer(PROMPT, max_new_tokens=6)
+    a1 = eng.answer(PROMPT, "summary", max_new_tokens=6)
+    a2 = eng.answer(PROMPT, "summary", max_new_tokens=6)
     assert a1 == a2 and a1
     assert len(eng.pot) == n
     assert all(torch.equal(b, l.keys) for b, l in zip(before, eng.pot.cache.layers))
@@ -226,24 +226,24 @@ def test_final_keep_distills_to_that_size_with_the_real_prompt_before_answering(
     eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=24))
     n, cycles = len(eng.pot), eng.cycles
     assert n > 24
-    eng.answer(PROMPT, max_new_tokens=6)  # no question (a summary): the pot is not narrowed
+    eng.answer(PROMPT, "summary", max_new_tokens=6)  # no question (a summary): the pot is not narrowed
     assert len(eng.pot) == n and eng.cycles == cycles
-    a1 = eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    a1 = eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
     assert len(eng.pot) == 24 and eng.cycles == cycles + 1
     assert (eng.pot.src[..., :len(HEADER)] < 0).all()  # the pinned header stays
     assert (eng.pot.src[..., len(HEADER):] >= 0).all()  # the prompt is not kept
-    a2 = eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))  # already small enough: no further distillation
+    a2 = eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))  # already small enough: no further distillation
     assert a2 == a1 and len(eng.pot) == 24 and eng.cycles == cycles + 1
     assert split_method_spec("infinipot+final_keep=512")[1] == {"final_keep": 512}
     # a final_keep beyond what the pot holds changes nothing: as final_keep=0 (the paper)
     big = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=500))
     off = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=0))
-    assert big.answer(PROMPT, max_new_tokens=6, focus=(1, 3)) == off.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    assert big.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3)) == off.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
     assert len(big.pot) == len(off.pot) and big.cycles == off.cycles
     # baselines that do not score with the prompt answer from the pot as it is
     base = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, method="streaming", final_keep=24))
     n = len(base.pot)
-    base.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+    base.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
     assert len(base.pot) == n > 24
 
 
@@ -255,7 +255,7 @@ def test_final_keep_is_validated():
         Engine(model, None, PotConfig(size=64, keep=32, final_keep=-1), catalyst_ids=CATALYST)
     eng = run_engine(model, doc_ids(200), PotConfig(size=96, keep=48, chunk=16, final_keep=len(HEADER)))
     with pytest.raises(UsageError, match="final-keep"):
-        eng.answer(PROMPT, max_new_tokens=6, focus=(1, 3))
+        eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
 
 
 def test_sizes_are_validated():

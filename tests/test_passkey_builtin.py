@@ -31,7 +31,7 @@ def haystack_ids(tok, n_tokens, depth, key, seed=0):
     return ids[:at] + needle + ids[at:]
 
 
-DEFAULT = PotConfig(size=2048, keep=1024)  # our defaults: sentence segments, question relevance, shared (issue 6)
+DEFAULT = PotConfig(size=2048, keep=1024)  # the defaults: sentence segments, question relevance, shared
 PK_QUESTION, PK_PREFIX = "What is the pass key number in the document?", "The pass key number in the document is"
 
 
@@ -49,9 +49,10 @@ def read(builtin, ids, question, cfg):
 
 def ask(eng, P, question, prefix=""):
     prompt, focus = P.ask(question, prefix)
-    return eng.answer(prompt, max_new_tokens=10, stop_ids=P.stop_ids(), focus=focus)
+    return eng.answer(prompt, "question", max_new_tokens=10, stop_ids=P.stop_ids(), focus=focus)
 
 
+@pytest.mark.slow
 def test_passkey_survives_every_cycle_beyond_window(builtin):
     """A 16K-token document (2x the window) through a 2K pot: after 15 distillations every (layer, head)
     still holds the whole pass-key sentence, and the model answers it."""
@@ -70,6 +71,7 @@ def test_passkey_survives_every_cycle_beyond_window(builtin):
     assert key in ans, ans
 
 
+@pytest.mark.slow
 def test_answers_a_needle_question_beyond_window(builtin):
     """The built-in model answers from a 16K-token document read through a 2K pot (15 cycles)."""
     tok = builtin.tokenizer

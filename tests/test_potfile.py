@@ -11,7 +11,8 @@ import torch
 from infinipot_cli import potfile
 from infinipot_cli.engine import Engine, PotConfig
 from infinipot_cli.errors import InfinipotError, InputError
-from infinipot_cli.potfile import inspect_pot, load_pot, question_mismatch, read_meta, render_inspect, save_pot
+from infinipot_cli.inspect import inspect_pot, render_inspect
+from infinipot_cli.potfile import load_pot, question_mismatch, read_meta, save_pot
 
 CATALYST = [11, 12, 13, 14, 15]
 HEADER = [1, 2, 3, 4]
@@ -106,7 +107,7 @@ def test_round_trip_is_exact(tmp_path, model, tok):
     ta, tb = [], []
     eng.on_event = lambda e: ta.append(e.text) if e.kind == "token" else None
     eng2.on_event = lambda e: tb.append(e.text) if e.kind == "token" else None
-    assert eng.answer(prompt, max_new_tokens=8) == eng2.answer(prompt, max_new_tokens=8)
+    assert eng.answer(prompt, "summary", max_new_tokens=8) == eng2.answer(prompt, "summary", max_new_tokens=8)
     assert ta == tb and len(ta) == 8
     _assert_same_state(eng, eng2)
 
@@ -116,7 +117,7 @@ def test_round_trip_is_exact(tmp_path, model, tok):
     eng.finish()
     eng2.finish()
     _assert_same_state(eng, eng2)
-    assert eng.answer(prompt, max_new_tokens=6) == eng2.answer(prompt, max_new_tokens=6)
+    assert eng.answer(prompt, "summary", max_new_tokens=6) == eng2.answer(prompt, "summary", max_new_tokens=6)
 
 
 def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, model, tok):

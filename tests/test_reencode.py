@@ -33,14 +33,14 @@ def test_a_question_is_answered_over_a_fresh_prefill_of_the_pot_tokens(arch):
     cfg = PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True)
     eng = run_engine(model, doc_ids(400), cfg)
     assert eng.cycles >= 3
-    answer = eng.answer(PROMPT, max_new_tokens=6, focus=QUESTION)  # narrows to 40, then answers
+    answer = eng.answer(PROMPT, "question", max_new_tokens=6, focus=QUESTION)  # narrows to 40, then answers
     tok = eng.pot.tok
     assert len(eng.pot) == 40 and bool((tok == tok[:1, :1]).all())  # one text in every (layer, head)
     assert tok[0, 0, :len(HEADER)].tolist() == HEADER
     assert answer == fresh_greedy(model, tok[0, 0].tolist(), PROMPT, 6, cfg.chunk)
     # the pot itself is left as it was: same entries, same KV states; asking again gives the same answer
     keys = [layer.keys.clone() for layer in eng.pot.cache.layers]
-    assert eng.answer(PROMPT, max_new_tokens=6, focus=QUESTION) == answer
+    assert eng.answer(PROMPT, "question", max_new_tokens=6, focus=QUESTION) == answer
     assert len(eng.pot) == 40
     assert all(torch.equal(k, layer.keys) for k, layer in zip(keys, eng.pot.cache.layers))
 
@@ -51,25 +51,25 @@ def test_reencode_differs_from_the_pot_kv_and_is_off_where_it_does_not_apply():
     on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
     off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
     # the pot's KV states, carried through the cycles, are not those of its text read afresh
-    a_on, a_off = (e.answer(PROMPT, max_new_tokens=8, focus=QUESTION) for e in (on, off))
+    a_on, a_off = (e.answer(PROMPT, "question", max_new_tokens=8, focus=QUESTION) for e in (on, off))
     assert torch.equal(on.pot.tok, off.pot.tok)
     assert a_off == " ".join(map(str, _kv_greedy(off, 8)))
     assert a_on != a_off
     # no question (a summary): the pot's own KV, as with reencode off
     on2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
     off2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
-    assert on2.answer(PROMPT, max_new_tokens=8) == off2.answer(PROMPT, max_new_tokens=8)
+    assert on2.answer(PROMPT, "summary", max_new_tokens=8) == off2.answer(PROMPT, "summary", max_new_tokens=8)
     # per-head selection (the paper's): the heads hold different tokens, no one text to prefill
     kw = dict(size=96, keep=48, chunk=16, final_keep=40, share=False, segment=0, relevance=False)
     on3 = run_engine(model, docs, PotConfig(**kw, reencode=True))
     off3 = run_engine(model, docs, PotConfig(**kw, reencode=False))
     assert not bool((on3.pot.tok == on3.pot.tok[:1, :1]).all())
     assert on3._reencoded() is None
-    assert on3.answer(PROMPT, max_new_tokens=8, focus=QUESTION) == off3.answer(PROMPT, max_new_tokens=8, focus=QUESTION)
+    assert on3.answer(PROMPT, "question", max_new_tokens=8, focus=QUESTION) == off3.answer(PROMPT, "question", max_new_tokens=8, focus=QUESTION)
     # baselines answer from their pot as it is
     s_on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, method="streaming", reencode=True))
     s_off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, method="streaming", reencode=False))
-    assert s_on.answer(PROMPT, max_new_tokens=8, focus=QUESTION) == s_off.answer(PROMPT, max_new_tokens=8,
+    assert s_on.answer(PROMPT, "question", max_new_tokens=8, focus=QUESTION) == s_off.answer(PROMPT, "question", max_new_tokens=8,
                                                                                  focus=QUESTION)
 
 

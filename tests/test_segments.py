@@ -7,6 +7,10 @@ from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
 from infinipot_cli.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
 from tiny_models import VOCAB, make_model
 
+
+def seg_policy(**kw):
+    return InfiniPotPolicy(PotConfig(**{"share": False, "relevance": False, "segment": 48, **kw}))
+
 DOT, PARA, BANG, NL = 1, 2, 3, 4  # token ids the stand-in tokenizer decodes as ".", "\n\n", "!", "\n"
 
 
@@ -67,13 +71,13 @@ def _inputs(n=40, budget=12, L=2, H=2, gap_at=20, seed=0):
     starts = unit_starts(src, tok.expand(L, H, n), BoundaryTable(Tok()))
     cap = torch.rand(L, H, n, generator=g)
     nov = torch.rand(L, H, n, generator=g)
-    return SelectionInputs(budget=budget, n=n, cap=cap, nov=nov, acc=None, shape=(L, H), starts=starts), src
+    return SelectionInputs(budget=budget, n=n, cap=cap, nov=nov, shape=(L, H), starts=starts), src
 
 
 def test_segment_policy_keeps_exactly_the_budget_in_every_head_and_whole_units():
     inp, _ = _inputs()
     for share in (False, True):
-        pol = InfiniPotPolicy(alpha=0.5, segment=48, share=share)
+        pol = seg_policy(alpha=0.5, share=share)
         idx = pol.select(inp)
         assert idx.shape == (2, 2, 12)
         assert bool((idx[..., 1:] > idx[..., :-1]).all())                   # ascending, no repeats
@@ -95,11 +99,11 @@ def test_segment_policy_prefers_the_unit_with_the_best_mean_not_the_best_token()
     cap = torch.zeros(1, 1, n)
     cap[0, 0, 3] = 9.0                                                       # one very high token in unit 0
     cap[0, 0, 20:30] = 1.5                                                   # a uniformly relevant unit 2
-    inp = SelectionInputs(budget=10, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), starts=starts)
-    idx = InfiniPotPolicy(alpha=0.0, segment=48).select(inp)
+    inp = SelectionInputs(budget=10, n=n, cap=cap, nov=torch.zeros(1, 1, n), shape=(1, 1), starts=starts)
+    idx = seg_policy(alpha=0.0).select(inp)
     assert idx[0, 0].tolist() == list(range(20, 30))
     inp.rel = -cap                                                           # relevance replaces the CaP sum
-    idx = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True).select(inp)
+    idx = seg_policy(alpha=0.0, relevance=True).select(inp)
     assert idx[0, 0].tolist() == list(range(10, 20))
 
 
@@ -116,38 +120,3 @@ def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subse
     assert eng.cycles > 3 and eng.pot.peak_entries <= 96
     src = eng.pot.src
     assert all(torch.equal(src[l, h], src[0, 0]) for l in range(src.shape[0]) for h in range(src.shape[1]))
-
-
-def test_rel_share_splits_the_cap_slots_between_relevance_and_the_cap_sum():
-    n = 30
-    starts = _three_units(n)
-    cap = torch.zeros(1, 1, n)
-    cap[0, 0, 20:30] = 2.0                                                   # the CaP sum likes unit 2
-    cap[0, 0, 10:20] = 1.0
-    rel = torch.zeros(1, 1, n)
-    rel[0, 0, 0:10] = 3.0                                                    # the question points at unit 0
-    inp = SelectionInputs(budget=20, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), rel=rel,
-                          starts=starts)
-    only_rel = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True).select(inp)[0, 0].tolist()
-    assert only_rel[:10] == list(range(10))                                  # relevance ranks unit 0 first
-    mix = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True, rel_share=0.5).select(inp)[0, 0].tolist()
-    assert mix == list(range(10)) + list(range(20, 30))                      # half by relevance, half by the sum
-    none = InfiniPotPolicy(alpha=0.0, segment=48, relevance=True, rel_share=0.0).select(inp)[0, 0].tolist()
-    assert none == list(range(10, 30))                                       # rel_share 0 = the plain sum
-    # the same split on single tokens (segment 0)
-    tok_mix = InfiniPotPolicy(alpha=0.0, relevance=True, rel_share=0.5).select(inp)[0, 0].tolist()
-    assert tok_mix == list(range(10)) + list(range(20, 30))
-
-
-def test_pool_applies_to_segment_scores_too():
-    n = 30
-    starts = _three_units(n)
-    cap = torch.zeros(1, 1, n)
-    cap[0, 0, 19] = 5.0                                                       # the last token of unit 1 ...
-    cap[0, 0, 0:10] = 0.6                                                     # ... against a uniform unit 0
-    inp = SelectionInputs(budget=10, n=n, cap=cap, nov=torch.zeros(1, 1, n), acc=None, shape=(1, 1), starts=starts)
-    plain = InfiniPotPolicy(alpha=0.0, segment=48).select(inp)[0, 0].tolist()
-    assert plain == list(range(10))                                          # unit 0's mean 0.6 > unit 1's 0.5
-    pooled = InfiniPotPolicy(alpha=0.0, segment=48, pool=5).select(inp)[0, 0].tolist()
-    # max-pooled over 5: entries 17-21 score 5.0, so unit 1 (three of them) now has the best mean
-    assert pooled == list(range(10, 20))

@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 
 from ..errors import InfinipotError, UsageError
-from ..scoring.policies import METHODS
+from ..config import METHODS
 from .haystack import check_haystack
 
 bench_app = typer.Typer(

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..engine import Engine, PotConfig, split_method_spec
+from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..engine import Engine
 from ..prompts import Prompts
-from ..scoring.policies import METHODS, UNBOUNDED
 from .haystack import Placement, haystack_units, token_pieces
 from .needles import Needle, make_needle
 from .progress import Progress, fmt_tokens
@@ -112,7 +112,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     eng.finish()
     read_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    answer = eng.answer(ask, max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(), focus=ask_focus)
+    answer = eng.answer(ask, "question", max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(), focus=ask_focus)
     answer_s = time.perf_counter() - t1
     held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     rec.update({

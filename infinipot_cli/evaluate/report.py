@@ -48,14 +48,14 @@ def parse_depths(spec: str) -> list[float]:
 
 def parse_methods(spec: str, allowed: list[str]) -> list[str]:
     out = []
-    from ..engine import split_method_spec
+    from ..config import split_method_spec
 
     for m in (p.strip().lower() for p in spec.split(",")):
         if not m:
             continue
         if m == "nuc":
             m = "sirllm"
-        base, _ = split_method_spec(m)  # "infinipot+span=32": a policy with options
+        base, _ = split_method_spec(m)  # "infinipot+segment=32": a method with options
         if base not in allowed:
             raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(allowed)}")
         if m not in out:

@@ -4,9 +4,9 @@ Configurations ("methods"):
 
   any engine policy   the CCD loop (`infinipot`, `streaming`, `h2o`, ... — `full`/`snapkv` only where the
                       document fits the model's positions)
-  plain               the speed limit: the same chunked forward over a cache capped at the pot size, cropped
-                      back to `keep` entries (pinned header + most recent) with no scoring, no NuC and no
-                      re-rotation
+  plain               the speed limit: the engine's own schedule with the `plain` policy (scoring/baselines.py):
+                      cropped back to `keep` entries (pinned header + most recent) with no catalyst, no
+                      scoring, no NuC and no re-rotation
   prefill             one forward of the whole document (only where it fits the model's positions and memory)
   streaming-tbt       StreamingLLM as published: one token per forward, one eviction (with re-rotation) per
                       token — slow, so only run at the smallest length asked for
@@ -35,10 +35,10 @@ from pathlib import Path
 
 import torch
 
-from ..engine import Engine, PotConfig
+from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..engine import Engine
 from ..prompts import Prompts
 from ..scoring.nuc import lm_head_logits
-from ..scoring.policies import METHODS, UNBOUNDED
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
 
@@ -151,7 +151,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     limit = getattr(_text_cfg(lm.model), "max_position_embeddings", None)
     rec = {"method": method, "length_target": length, "length": 0, "pot_size": cfg.pot_size, "keep": cfg.keep,
            "chunk": cfg.chunk, "skipped": None, "note": ""}
-    if method.split("+")[0] in UNBOUNDED or method == "prefill":
+    if split_method_spec(method)[0] in UNBOUNDED or method == "prefill":
         # the document must fit the model's positions; the header, prompt and answer may run a little past
         if limit and length > limit:
             rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
@@ -171,9 +171,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
             return rec
     if progress is not None:
         progress.start(f"{method} {fmt_tokens(length)}", length)
-    if method == "plain":
-        out = _run_plain(lm, cfg, header, ask, length, progress)
-    elif method == "prefill":
+    if method == "prefill":
         out = _run_prefill(lm, cfg, header, ask, length, progress)
     else:
         out = _run_engine(lm, cfg, method, header, ask, length, progress)
@@ -194,6 +192,8 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
 def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress) -> dict:
     if method == "streaming-tbt":
         pcfg = PotConfig(size=cfg.pot_size, keep=cfg.pot_size - 1, chunk=1, method="streaming")
+    elif method == "plain":
+        pcfg = PotConfig(method="plain", size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     else:
         pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     disp = {"read": 0.0, "answer": 0.0}
@@ -223,7 +223,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
-    eng.answer(ask, max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=prompts.ask(QUESTION)[1])
+    eng.answer(ask, "question", max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=prompts.ask(QUESTION)[1])
     t2 = time.perf_counter()
     close_display(display)
     disp["answer"] += time.perf_counter() - t2
@@ -250,80 +250,6 @@ def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None]:
         nxt = int(lm_head_logits(lm.model, out.last_hidden_state[0, -1:])[0].argmax())
     end = time.perf_counter()
     return first - t0, ((n_tokens - 1) / (end - first) if n_tokens > 1 and end > first else None)
-
-
-def _crop_to(cache, pinned: int, keep: int) -> None:
-    """Keep the pinned header and the most recent entries: plain slicing, no scoring, no re-rotation."""
-    for layer in cache.layers:
-        for name in ("keys", "values"):
-            t = getattr(layer, name)
-            setattr(layer, name, torch.cat([t[..., :pinned, :], t[..., t.shape[-2] - (keep - pinned):, :]], -2))
-
-
-@torch.no_grad()
-def _run_plain(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
-    from transformers import DynamicCache
-
-    dev = next(lm.model.parameters()).device
-    cache = DynamicCache()
-    fwd = crop = 0.0
-    peak = 0
-    read = 0
-
-    def forward(ids) -> None:
-        nonlocal fwd, peak
-        t = time.perf_counter()
-        lm.model.model(input_ids=torch.tensor([ids], device=dev), past_key_values=cache, use_cache=True)
-        fwd += time.perf_counter() - t
-        peak = max(peak, cache_len(cache))
-
-    def fill_and_crop(room: int) -> None:  # the engine's schedule, with a crop where it distills
-        nonlocal pending, read, crop
-        while room > 0:
-            n = min(cfg.chunk, room)
-            forward(pending[:n])
-            pending, read, room = pending[n:], read + n, room - n
-        t = time.perf_counter()
-        _crop_to(cache, len(header), cfg.keep)
-        crop += time.perf_counter() - t
-
-    t0 = time.perf_counter()
-    forward(header)
-    pending: list[int] = []
-    for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
-        pending.extend(ids)
-        while True:
-            room = cfg.pot_size - cache_len(cache)
-            if len(pending) > room:
-                fill_and_crop(room)
-            elif len(pending) >= cfg.chunk and room > cfg.chunk:
-                forward(pending[:cfg.chunk])
-                pending, read = pending[cfg.chunk:], read + cfg.chunk
-            else:
-                break
-            if progress is not None:
-                progress.update(read)
-    while pending:  # the tail
-        room = cfg.pot_size - cache_len(cache)
-        if len(pending) > room:
-            fill_and_crop(room)
-        else:
-            n = min(cfg.chunk, len(pending))
-            forward(pending[:n])
-            pending, read = pending[n:], read + n
-    read_s = time.perf_counter() - t0
-    kv_read = cache_bytes(cache)
-    if cache_len(cache) + len(ask) + cfg.gen_tokens > cfg.pot_size:
-        _crop_to(cache, len(header), min(cfg.keep, cfg.pot_size - len(ask) - cfg.gen_tokens))
-    t1 = time.perf_counter()
-    ttft, gen = _generate(lm, cache, ask, cfg.gen_tokens)
-    peak = max(peak, cache_len(cache))
-    answer_s = time.perf_counter() - t1
-    tm = {"forward": round(fwd, 4), "nuc": 0.0, "cap": 0.0, "select": 0.0, "rerotate": 0.0, "display": 0.0,
-          "answer": round(answer_s, 4), "crop": round(crop, 4), "read_s": round(read_s, 4),
-          "answer_s": round(answer_s, 4)}
-    return {"length": read, "timings": tm, "peak_entries": peak, "cycles": 0, "kv_bytes": kv_read,
-            "ttft_s": round(ttft, 4), "gen_tokens": cfg.gen_tokens, "gen_tok_s": round(gen, 1) if gen else None}
 
 
 @torch.no_grad()

@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(a.threads)
     rec: dict = {"method": a.method, "length_target": a.length, "length": 0, "skipped": None}
     try:
-        if a.method.split("+")[0] not in SPEED_METHODS:
+        from ..config import split_method_spec
+
+        if split_method_spec(a.method)[0] not in SPEED_METHODS:
             raise ValueError(f"unknown method {a.method!r}")
         cfg = SpeedConfig(methods=[a.method], lengths=[a.length], pot_size=a.pot_size, keep=a.keep, chunk=a.chunk,
                           model=a.model, device=a.device, dtype=a.dtype, haystack=a.haystack, seed=a.seed,

@@ -18,9 +18,7 @@ aggregated per layer (never per head per entry), so a 1M-token run stays a few M
     novelty: mean stored novelty of the kept document entries (None for policies without NuC);
             nuc_bar: the lowest novelty NuC kept (mean over heads) — what a token needed to be kept by NuC
 
-by_nuc / by_cap follow `engine.last_by_nuc`: with the InfiniPot `recent` option, the forced recent entries
-count as NuC's (the policy marks them in the same mask). Policies without that mask (streaming, h2o, ...)
-report None; `cap` and `snapkv` report everything as CaP. The run also gets `needle_pieces`: the needle's
+by_nuc / by_cap follow `engine.last_by_nuc`. Policies without that mask (streaming, h2o, ...) report None; `cap` and `snapkv` report everything as CaP. The run also gets `needle_pieces`: the needle's
 tokens as text, in order, as they were read.
 
 The last distillation before answering (the real question as the catalyst) is recorded too, `final: true`.

@@ -10,7 +10,7 @@ this module wraps that function and computes only the CaP rows itself, from the 
 and keys the model attends with (paper, Appendix B, footnote 10). The same wrapper also serves two
 baselines: H2O (column sums of *all* query rows, accumulated) and TOVA (the last query row only).
 
-Question relevance (beyond the paper, issue 6). A CaP-Q catalyst is a fixed template ("(End of the
+Question relevance (beyond the paper; docs/design.md). A CaP-Q catalyst is a fixed template ("(End of the
 document.) Answer the question using the document above. Question:") followed by the user's question. When
 the capture knows which rows are the question (`focus`), it also records, per layer and KV head,
 
