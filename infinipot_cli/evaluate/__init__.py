@@ -1,1 +1,1 @@
-"""Benchmarks: `infinipot bench needle` and `infinipot bench speed` (see README.md here)."""
+"""Benchmarks: `infinipot bench needle` and `infinipot bench speed` (options, JSON fields, `--trace`: docs/bench.md)."""
