@@ -305,7 +305,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         if kind in ("ask", "summarize"):
             prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
             stream = None if o.json_out else _stdout_writer()
-            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(), on_text=stream,
+            answer = engine.answer(prompt, max_new_tokens=o.max_new_tokens, stop_ids=P.stop_ids(kind), on_text=stream,
                                    focus=focus)
             if stream:
                 sys.stdout.write("\n")
@@ -477,6 +477,15 @@ def inspect(
             sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
         else:
             render_inspect(info, Console(file=sys.stdout, highlight=False))
+
+
+@app.command()
+def models(json_out: bool = JsonOpt):
+    """List the models -m can use here: built-in, Hugging Face cache, converted GGUF files, Ollama's store."""
+    with handle_errors():
+        from .models import models_command
+
+        models_command(json_out, sys.stdout)
 
 
 def _tokenizer_for(name: Optional[str]):
