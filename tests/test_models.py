@@ -272,14 +272,18 @@ def test_models_with_nothing_cached(cache):
 
 # ---- prompts without a chat template ----------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def plain_tok():
-    """The built-in tokenizer with its chat template removed (a base model's)."""
+def _builtin_tok():
     from transformers import AutoTokenizer
 
     from infinipot_cli.model import builtin_model_path
 
-    tok = AutoTokenizer.from_pretrained(str(builtin_model_path()))
+    return AutoTokenizer.from_pretrained(str(builtin_model_path()))
+
+
+@pytest.fixture(scope="module")
+def plain_tok():
+    """The built-in tokenizer with its chat template removed (a base model's)."""
+    tok = _builtin_tok()
     tok.chat_template = None
     return tok
 
@@ -304,11 +308,13 @@ def test_plain_frame_without_a_chat_template(plain_tok):
     assert blank in P.stop_ids("summary") and nl not in P.stop_ids("summary")  # a summary at a blank line
 
 
-def test_template_frame_unchanged(plain_tok, builtin):
+def test_template_frame_unchanged(plain_tok):
     from infinipot_cli.prompts import Prompts
 
-    P = Prompts(builtin.tokenizer)
-    assert P.has_template and "\nAnswer:" not in builtin.tokenizer.decode(P.ask("Who?")[0])
+    tok = _builtin_tok()
+    P = Prompts(tok)
+    assert P.has_template and "\nAnswer:" not in tok.decode(P.ask("Who?")[0])
+    assert tok.decode(P.header_ids()).startswith("<|im_start|>system")  # no BOS added: the template starts it
     assert plain_tok.encode("\n\n", add_special_tokens=False)[0] not in P.stop_ids()
 
 
