@@ -378,3 +378,25 @@ def test_gemma3_270m_resolves_with_bos_and_the_plain_frame():
     tok = AutoTokenizer.from_pretrained(str(folder))
     P = Prompts(tok)
     assert not P.has_template and P.header_ids()[0] == tok.bos_token_id
+
+
+@pytest.mark.skipif(not found.package_installed(found.GEMMA3), reason="Gemma 3 270M not installed (make setup-gemma)")
+def test_gemma3_package_is_assembled_checked_and_handed_to_the_converter(cache, monkeypatch):
+    import infinipot_cli.model as M
+
+    seen = {}
+
+    def fake_convert(gguf, out, meta=None):
+        seen["header"] = found.read_gguf_header(gguf)
+        seen["meta"] = meta
+        out.mkdir(parents=True)
+        (out / "infinipot.json").write_text(json.dumps({"format": found.CONVERTED_FORMAT, **meta}))
+
+    monkeypatch.setattr(M, "_convert_gguf", fake_convert)
+    said = []
+    name, folder = resolve_model_path("gemma3-270m", progress=said.append)
+    assert name == "gemma3-270m" and folder == cache / "ipcache" / "models" / "gemma-3-270m" and len(said) == 1
+    assert seen["header"].architecture == "gemma3" and seen["header"].context == 32768
+    assert seen["meta"]["kind"] == "package"
+    assert [p.name for p in folder.parent.iterdir()] == ["gemma-3-270m"]  # the assembled GGUF is not kept
+    assert resolve_model_path("gemma-3-270m", progress=said.append)[1] == folder and len(said) == 1
