@@ -98,7 +98,8 @@ class Options:
 
 # ---- shared options -----------------------------------------------------------------------------------
 ModelOpt = typer.Option(None, "-m", "--model", envvar="INFINIPOT_MODEL",
-                        help="Model: a local folder or a cached Hugging Face id. Default: the built-in SmolLM2-135M-Instruct.")
+                        help="Model: a .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
+                             "(`infinipot models` lists them). Default: the built-in SmolLM2-135M-Instruct.")
 SizeOpt = typer.Option(DEFAULT_SIZE, "--pot-size", help="M: KV entries per layer and head the pot may hold.")
 KeepOpt = typer.Option(DEFAULT_KEEP, "--keep", help="C: entries kept by each distillation (pinned header included).")
 NucOpt = typer.Option(0.5, "--nuc-ratio", help="alpha: share of kept slots chosen by novelty (NuC); the rest by CaP.")
