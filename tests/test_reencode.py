@@ -89,7 +89,6 @@ def _kv_greedy(eng, n):
 
 
 def test_reencode_in_specs_and_presets():
-    assert PotConfig().reencode is True  # on by default (measured: README, needle results)
+    assert PotConfig().reencode is True  # on by default (measured: docs/results/needle.md)
     assert split_method_spec("infinipot+reencode=1")[1] == {"reencode": True}
     assert split_method_spec("infinipot-paper")[1]["reencode"] is False
-    assert split_method_spec("infinipot-span")[1]["reencode"] is False

@@ -28,7 +28,8 @@ bench_app = typer.Typer(
 )
 
 ModelOpt = typer.Option(None, "--model", "-m", envvar="INFINIPOT_MODEL",
-                        help="Model: a local folder or a cached Hugging Face id (default: the built-in SmolLM2-135M).")
+                        help="Model: a .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
+                             "(default: the built-in SmolLM2-135M).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto (default: auto).")
 DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: fp32 on CPU, bf16 on CUDA).")
 ChunkOpt = typer.Option(1024, "--chunk", min=1, help="Most tokens per forward pass.")
