@@ -357,8 +357,13 @@ class Engine:
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], max_new_tokens: int = 256, stop_ids: set[int] | None = None,
                on_text: Callable[[str], None] | None = None, final_distill: bool = True,
-               focus: tuple[int, int] | None = None) -> str:
+               focus: tuple[int, int] | None = None,
+               should_stop: Callable[[list[int], str], bool] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily.
+
+        `should_stop(gen_ids, text)`, called after each new token with the ids so far and their text, ends the
+        answer early when it returns True (stopping.Stopper: a loop, or a question's first sentence); the
+        caller trims the returned text with the same criterion.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
         prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
@@ -415,6 +420,8 @@ class Engine:
             elif not on_text:
                 text = new_text
             self._emit("token", text=new_text)
+            if should_stop is not None and should_stop(gen, new_text):
+                break
             out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=kv,
                                    use_cache=True)
             pot.note_peak()
