@@ -184,8 +184,8 @@ def _stdin_piped() -> bool:
 
 
 # ---- the job ------------------------------------------------------------------------------------------
-def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) -> None:
-    """kind: "ask" | "summarize" | "read"."""
+def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
+    """kind: "ask" | "summarize" | "read" | "chat" (read, then return a chat.ReadState for the chat loop)."""
     from .display import Display
     from .documents import open_source
     from .engine import Engine
@@ -239,7 +239,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
 
             engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name,
                                        on_event=display.on_event)
-            if kind == "ask":
+            if kind in ("ask", "chat"):
                 warn_text = question_mismatch(meta_in, question or "")
                 if warn_text:
                     warn(warn_text)
@@ -256,15 +256,17 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                             on_event=display.on_event)
             engine.pin(P.header_ids())
 
-        def save(stopped: bool = False) -> None:
-            from .potfile import save_pot
-
+        def save_meta() -> dict:
             if sources or not o.load_pot:
                 catalyst = {"kind": cat_kind, "text": cat_text}
             else:
                 catalyst = meta_in.get("catalyst") or {"kind": "general", "text": None}
-            meta = {"sources": [r.as_json() for r in records], "model": lm.name, "catalyst": catalyst}
-            n = save_pot(o.save_pot, engine, meta)
+            return {"sources": [r.as_json() for r in records], "model": lm.name, "catalyst": catalyst}
+
+        def save(stopped: bool = False) -> None:
+            from .potfile import save_pot
+
+            n = save_pot(o.save_pot, engine, save_meta())
             display.message(f"{'partial ' if stopped else ''}pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
 
         t_read = time.perf_counter()
@@ -301,15 +303,24 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         answer = ""
         t_ans = time.perf_counter()
         if kind in ("ask", "summarize"):
+            from .stopping import StopStream, stopper_for
+
             prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
-            stream = None if o.json_out else _stdout_writer()
+            stopper = stopper_for(kind)  # a question ends at its first sentence; both end on a loop
+            stream = None if o.json_out else StopStream(stopper, _stdout_writer())
             answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
-                                   stop_ids=P.stop_ids(kind), on_text=stream, focus=focus)
+                                   stop_ids=P.stop_ids(kind), on_text=stream, focus=focus,
+                                   should_stop=stopper.should_stop)
+            answer = stream.finish() if stream else stopper.trim(answer)
             if stream:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
         answer_s = time.perf_counter() - t_ans
 
+    if kind == "chat":
+        from .chat import ReadState
+
+        return ReadState(lm=lm, prompts=P, engine=engine, save_meta=save_meta, sources=[r.path for r in records])
     if o.json_out:
         t = engine.timings
         out = {
@@ -440,6 +451,28 @@ def read(
     if not srcs:
         raise UsageError("missing SOURCE: infinipot read SOURCE --save-pot FILE")
     run_job("read", srcs, None, o)
+
+
+@app.command()
+@reading_command
+def chat(
+    sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents to read once (or --load-pot FILE)."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", help="Longest answer in tokens."),
+    *, o: Options,
+):
+    """Read SOURCE once with the general catalyst (CaP-G), then answer questions from the same pot: a prompt on a
+    terminal (/save FILE, /inspect, /help; Ctrl-D leaves), or one question per line on stdin and one answer per
+    line on stdout when stdin is not a terminal."""
+    from .chat import run_chat
+
+    srcs = list(o.inputs) + list(sources or [])
+    if "-" in srcs:
+        raise UsageError("chat reads its questions from stdin: give the document as a file, not '-'")
+    if not srcs and not o.load_pot:
+        raise UsageError("missing SOURCE: infinipot chat SOURCE... or infinipot chat --load-pot FILE")
+    code = run_chat(run_job("chat", srcs, None, o), o)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -273,8 +273,12 @@ class Engine:
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], mode: str, max_new_tokens: int = 256, stop_ids: set[int] | None = None,
-               on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None) -> str:
+               on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None,
+               should_stop: Callable[[list[int], str], bool] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily. mode: "question" or "summary".
+
+        `should_stop(gen_ids, text)` after each token ends the answer early (stopping.Stopper: a loop, or a
+        question's first sentence); the caller trims the text with the same criterion.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real prompt as
         the catalyst (§3.2). A question (CaP-Q; `focus`: the question's tokens in the prompt) also narrows the pot
@@ -331,6 +335,8 @@ class Engine:
             elif not on_text:
                 text = new_text
             self._emit("token", text=new_text)
+            if should_stop is not None and should_stop(gen, new_text):
+                break
             out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=kv,
                                    use_cache=True)
             pot.note_peak()

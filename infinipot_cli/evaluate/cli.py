@@ -100,7 +100,8 @@ def needle_cmd(
     expect: Optional[str] = typer.Option(None, "--expect", help="Correct = this string appears in the answer (any case)."),
     answer_prefix: Optional[str] = typer.Option(None, "--answer-prefix", help="Start of the answer for your needle, "
                                                                               "e.g. 'The pass key is'."),
-    max_new_tokens: int = typer.Option(16, "--max-new-tokens", min=1, help="Answer length limit."),
+    max_new_tokens: int = typer.Option(48, "--max-new-tokens", min=1,
+                                        help="Answer length limit (answers end at their first sentence or a loop)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
     out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),

@@ -16,6 +16,7 @@ from typing import Callable
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
 from ..engine import Engine
 from ..prompts import Prompts
+from ..stopping import Stopper
 from .haystack import Placement, haystack_units, token_pieces
 from .needles import Needle, make_needle
 from .progress import Progress, fmt_tokens
@@ -34,7 +35,7 @@ class NeedleConfig:
     needle: Needle | None = None      # a fixed user needle instead of drawn ones
     haystack: str | None = None       # "python-docs", a text file, or None = the built-in varied haystack
     seed: int = 0
-    max_new_tokens: int = 16
+    max_new_tokens: int = 48         # answers end on their own (stopping.py): a budget, not a cut
     piece: int = 1024                 # tokens per engine.feed call
     trace: bool = False               # record per-distillation needle diagnostics (trace.py)
 
@@ -112,7 +113,9 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     eng.finish()
     read_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    answer = eng.answer(ask, "question", max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(), focus=ask_focus)
+    stopper = Stopper("question", prefix=needle.answer_prefix)  # the first sentence, or a loop, ends it
+    answer = stopper.trim(eng.answer(ask, "question", max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(),
+                                     focus=ask_focus, should_stop=stopper.should_stop)).strip()
     answer_s = time.perf_counter() - t1
     held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     rec.update({

@@ -7,7 +7,8 @@ Kinds (each trial draws a fresh needle from a seed, so no single needle string g
   fact     "The secret ingredient in the harbour café's fish stew is smoked paprika."
 
 The answer prefix ends the prompt (e.g. "The pass key number in the document is"), so a small model continues
-with the answer instead of chatting; an answer is correct when it contains the expected string, case-insensitively.
+with the answer instead of chatting; an answer is correct when it contains the expected words (answer_has: case, punctuation and spacing
+ignored, whole words only).
 
 The pass-key question is not the paper's "What is the pass key?" / "The pass key is": after that prefix the
 built-in SmolLM2-135M defines what a pass key is ("a small wooden tool used to ...") even with the needle in
@@ -18,6 +19,8 @@ needle sentence, same haystacks). A bench that the model fails in full context m
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 from dataclasses import asdict, dataclass
 
 from ..errors import UsageError
@@ -37,7 +40,22 @@ class Needle:
         return asdict(self)
 
     def check(self, answer: str) -> bool:
-        return self.expect.strip().lower() in answer.lower()
+        return answer_has(answer, self.expect)
+
+
+def _norm_words(text: str) -> str:
+    """Case, accents' composed forms, punctuation, thousands separators and runs of spaces folded away:
+    "48,213." -> "48213", "Sea-Buckthorn" -> "sea buckthorn", "4  8" -> "4 8"."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)", "", text)
+    return " ".join(re.findall(r"\w+", text))
+
+
+def answer_has(answer: str, expect: str) -> bool:
+    """The expected words appear in the answer as whole words, in order, ignoring case, punctuation and
+    spacing ("Ilse Brandt's" has "Ilse Brandt"; "48,213" has "48213"; "17430" does not have "1743")."""
+    want = _norm_words(expect)
+    return bool(want) and f" {want} " in f" {_norm_words(answer)} "
 
 
 FIRST = ["Ilse", "Tomasz", "Amara", "Desmond", "Ines", "Rufus", "Yara", "Casimir", "Leontine", "Oskar", "Mireille",

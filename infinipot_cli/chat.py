@@ -1,0 +1,274 @@
+"""`infinipot chat`: read once, then answer many questions from the same pot.
+
+The source is read (or the pot loaded) by cli.run_job with the general catalyst (CaP-G, InfiniPot §3.3.1:
+the questions are not known while reading); then a loop answers each question from that pot:
+
+- stdin is a terminal: a prompt with line editing and history (the `readline` module), each answer streamed
+  to stdout; `/save FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer
+  being written, and at the prompt leaves (exit 130).
+- stdin is not a terminal: one question per line, one answer per line on stdout (its newlines made spaces,
+  nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
+  question failed -- ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
+
+Engine.answer narrows the pot in place before answering (its last distillation with the question,
+`final_keep`), so every question starts from a copy of the pot as read (`PotSnapshot`): the answers do not
+depend on the order of the questions, and /save writes the pot as read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, TextIO
+
+from .errors import InfinipotError
+from .stopping import Stopper, StopStream
+
+HELP = """\
+Ask a question about what was read, or:
+  /save FILE   write the pot to FILE (load it later with --load-pot FILE)
+  /inspect     show what the pot holds and remembers
+  /help        this help
+  /quit        leave (or Ctrl-D)
+Ctrl-C stops the answer being written."""
+
+
+@dataclass
+class ReadState:
+    """What cli.run_job("chat", ...) hands over after reading: the model, the prompts, the engine holding the
+    pot, and the metadata a saved pot records (sources, model, catalyst)."""
+    lm: object
+    prompts: object
+    engine: object
+    save_meta: Callable[[], dict]
+    sources: list = field(default_factory=list)
+
+
+class PotSnapshot:
+    """A copy of an engine's pot -- KV tensors (L x (1, H_kv, S, D)) and per-entry metadata ((L, H_kv, S)) --
+    to restore after each answer. Costs one pot's memory (pot.kv_bytes())."""
+
+    def __init__(self, engine):
+        pot = engine.pot
+        self.layers = [(layer.keys.clone(), layer.values.clone()) for layer in pot.cache.layers
+                       if getattr(layer, "keys", None) is not None]
+        self.meta = {k: getattr(pot, k).clone() for k in ("src", "tok", "nov", "acc")}
+        self.n_distilled = pot.n_distilled
+        self.cycles = engine.cycles
+        self.last_by_nuc = engine.last_by_nuc
+
+    def restore(self, engine) -> None:
+        pot = engine.pot
+        for layer, (k, v) in zip(pot.cache.layers, self.layers):
+            layer.keys, layer.values = k.clone(), v.clone()
+        for k, t in self.meta.items():
+            setattr(pot, k, t.clone())
+        pot.n_distilled = self.n_distilled
+        engine.cycles = self.cycles
+        engine.last_by_nuc = self.last_by_nuc
+
+
+class ChatSession:
+    """Questions and commands against one read pot. I/O goes through the streams given (tests pass StringIO)."""
+
+    def __init__(self, state: ReadState, max_new_tokens: int = 128, out: TextIO | None = None,
+                 err: TextIO | None = None, json_out: bool = False):
+        self.state = state
+        self.engine = state.engine
+        self.P = state.prompts
+        self.max_new_tokens = max_new_tokens
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.json_out = json_out
+        self.engine.listen(None)  # the reading display is closed; answers are printed here
+        self.engine.finish()         # tokens a loaded pot still had pending: forward them once, now
+        self.snapshot = PotSnapshot(self.engine)
+
+    # ---- answering ----------------------------------------------------------------------------------
+    def answer(self, question: str, on_text: Callable[[str], None] | None = None) -> str:
+        """The answer to `question` from the pot as read (streamed through `on_text` as it comes); the pot is
+        restored afterwards, also when the answer fails or is interrupted."""
+        stopper = Stopper("question")
+        stream = StopStream(stopper, on_text) if on_text else None
+        prompt, focus = self.P.ask(question)
+        try:
+            text = self.engine.answer(prompt, "question", max_new_tokens=self.max_new_tokens, stop_ids=self.P.stop_ids(),
+                                      on_text=stream, focus=focus, should_stop=stopper.should_stop)
+        finally:
+            self.snapshot.restore(self.engine)
+        return stream.finish() if stream else stopper.trim(text).strip()
+
+    # ---- commands -----------------------------------------------------------------------------------
+    def command(self, line: str, show: TextIO) -> bool:
+        """Run a /command; False when it asks to leave. Output of /inspect and /help goes to `show`."""
+        name, _, arg = line.strip().partition(" ")
+        name, arg = name.lower(), arg.strip()
+        if name in ("/quit", "/exit", "/q"):
+            return False
+        if name in ("/help", "/?", "/h"):
+            show.write(HELP + "\n")
+        elif name == "/save":
+            if not arg:
+                raise InfinipotError("/save needs a file name: /save FILE")
+            n = self.save(os.path.expanduser(arg))
+            self.err.write(f"pot saved to {arg} ({n / 1e6:.1f} MB)\n")
+        elif name == "/inspect":
+            self.inspect(show)
+        else:
+            raise InfinipotError(f"unknown command {name}; /help lists them")
+        show.flush()
+        self.err.flush()
+        return True
+
+    def save(self, path: str) -> int:
+        from .potfile import save_pot
+
+        return save_pot(path, self.engine, self.state.save_meta())
+
+    def inspect(self, show: TextIO) -> None:
+        """potfile.inspect_pot / render_inspect on the pot as read (written to a temporary file first)."""
+        from rich.console import Console
+
+        from .potfile import inspect_pot, render_inspect
+
+        folder = tempfile.mkdtemp(prefix="infinipot-chat-")
+        try:
+            path = os.path.join(folder, "chat.pot")
+            self.save(path)
+            info = inspect_pot(path, self.state.lm.tokenizer, verify=False)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        info["path"] = "this chat's pot"
+        render_inspect(info, Console(file=show, highlight=False, force_terminal=_isatty(show) or None))
+
+    # ---- the two loops ------------------------------------------------------------------------------
+    def run_lines(self, lines) -> int:
+        """Questions one per line (stdin not a terminal): one answer line each on `out`. Returns the exit
+        code: 0, or 1 if a question failed."""
+        failed = False
+        for raw in lines:
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                try:
+                    if not self.command(line, show=self.err):
+                        break
+                except InfinipotError as e:
+                    self._error(str(e))
+                    failed = True
+                continue
+            try:
+                ans = self.answer(line)
+                self._print_answer(line, ans)
+            except InfinipotError as e:
+                self._error(str(e))
+                self._print_answer(line, None, str(e))
+                failed = True
+            except Exception as e:  # noqa: BLE001 - one question's failure does not end the others
+                self._error(f"unexpected {type(e).__name__}: {e}")
+                self._print_answer(line, None, f"{type(e).__name__}: {e}")
+                failed = True
+        return 1 if failed else 0
+
+    def run_terminal(self, read_line: Callable[[str], str], banner: str = "") -> int:
+        """The interactive loop. `read_line(prompt)` is `input` (with readline loaded for history and line
+        editing). Returns 0 on Ctrl-D or /quit; raises KeyboardInterrupt for Ctrl-C at the prompt."""
+        if banner:
+            self.err.write(banner + "\n")
+            self.err.flush()
+        while True:
+            try:
+                line = read_line("? ").strip()
+            except EOFError:
+                self.out.write("\n")
+                self.out.flush()
+                return 0
+            if not line:
+                continue
+            if line.startswith("/"):
+                try:
+                    if not self.command(line, show=self.out):
+                        return 0
+                except InfinipotError as e:
+                    self._error(str(e))
+                continue
+            try:
+                if self.json_out:
+                    self._print_answer(line, self.answer(line))
+                else:
+                    self.answer(line, on_text=self._write_out)
+                    self.out.write("\n")
+                    self.out.flush()
+            except KeyboardInterrupt:
+                self.out.write("\n")
+                self.out.flush()
+                self.err.write("(answer stopped)\n")
+                self.err.flush()
+            except InfinipotError as e:
+                if not self.json_out:
+                    self.out.write("\n")
+                self._error(str(e))
+            except Exception as e:  # noqa: BLE001
+                self._error(f"unexpected {type(e).__name__}: {e}")
+
+    # ---- output -------------------------------------------------------------------------------------
+    def _write_out(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _print_answer(self, question: str, answer: str | None, error: str | None = None) -> None:
+        if self.json_out:
+            obj = {"question": question, "answer": answer} if error is None else {"question": question,
+                                                                                  "error": error}
+            self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        else:
+            self.out.write(" ".join((answer or "").split()) + "\n")
+        self.out.flush()
+
+    def _error(self, msg: str) -> None:
+        self.err.write(f"infinipot: error: {msg}\n")
+        self.err.flush()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _terminal_reader(out: TextIO, err: TextIO) -> Callable[[str], str]:
+    """`input` with readline's line editing and history; the prompt goes to stderr when stdout is not the
+    terminal (so `infinipot chat doc > answers.txt` keeps prompts out of the file)."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - importing it gives input() arrow keys and history
+
+    if _isatty(out):
+        return input
+
+    def read(prompt: str) -> str:
+        err.write(prompt)
+        err.flush()
+        return input()
+
+    return read
+
+
+def run_chat(state: ReadState, o, stdin: TextIO | None = None, out: TextIO | None = None,
+             err: TextIO | None = None) -> int:
+    """The chat loop after reading; returns the exit code (KeyboardInterrupt at the prompt propagates)."""
+    stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
+    session = ChatSession(state, max_new_tokens=o.max_new_tokens, out=out, err=err, json_out=o.json_out)
+    if not _isatty(stdin):
+        return session.run_lines(stdin)
+    eng = state.engine
+    what = ", ".join(os.path.basename(s) for s in state.sources) or (o.load_pot or "the pot")
+    banner = "" if o.quiet else (f"Ask about {what} ({eng.tokens_read:,} tokens read, {len(eng.pot)} kept). "
+                                 "/help for commands, Ctrl-D to leave.")
+    return session.run_terminal(_terminal_reader(out, err), banner)

@@ -1,0 +1,195 @@
+"""`infinipot chat`: questions piped on stdin get one answer line each from one read; /save writes a pot that
+loads; a bad question gives a line on stderr and the others are still answered; every question starts from
+the pot as read; the terminal loop (fake input, and a real pseudo-terminal)."""
+
+import io
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from infinipot_cli.chat import ChatSession, PotSnapshot, ReadState
+from infinipot_cli.cli import app
+from infinipot_cli.engine import Engine, PotConfig
+from tiny_models import make_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
+SMALL = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "32"]
+Q_CAT = "What was the keeper's cat called?"
+Q_STEPS = "How many steps lead to the lamp room?"
+
+
+def invoke(args, input=None):
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click >= 8.2 keeps stderr apart by default
+        runner = CliRunner()
+    return runner.invoke(app, args, input=input)
+
+
+@pytest.fixture(scope="module")
+def story_pot(tmp_path_factory, builtin):
+    """A pot of the story read once with the general catalyst (small, so the tests stay fast)."""
+    pot = str(tmp_path_factory.mktemp("chat") / "story.pot")
+    r = invoke(["read", STORY, "--save-pot", pot, "-q"] + SMALL)
+    assert r.exit_code == 0, r.stderr
+    return pot
+
+
+# ---- stdin is not a terminal: one answer line per question ------------------------------------------
+def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
+    saved = str(tmp_path / "again.pot")
+    r = invoke(["chat", "--load-pot", story_pot, "-q"] + SMALL, input=f"{Q_CAT}\n\n/save {saved}\n{Q_STEPS}\n")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert len(lines) == 3 and lines[2] == "" and all(lines[:2]), r.stdout  # two answers, nothing else
+    # each question starts from the pot as read: the same answer asked alone, and as `ask --load-pot` gives
+    alone = invoke(["chat", "--load-pot", story_pot, "-q", "--json"] + SMALL, input=f"{Q_STEPS}\n")
+    assert json.loads(alone.stdout) == {"question": Q_STEPS, "answer": lines[1]}  # --json: one object a line
+    ask = invoke(["ask", "--load-pot", story_pot, Q_STEPS, "--json", "-q"] + SMALL)
+    assert json.loads(ask.stdout)["answer"] == lines[1]
+    # /save wrote a pot that loads and holds the same read
+    assert "pot saved to" in r.stderr
+    again = invoke(["ask", "--load-pot", saved, Q_CAT, "--json", "-q"] + SMALL)
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["answer"] == lines[0]
+    assert json.loads(again.stdout)["tokens_read"] == json.loads(ask.stdout)["tokens_read"]
+
+
+def test_a_bad_question_gives_stderr_and_the_rest_is_answered(story_pot):
+    long_q = "Why " + "and why " * 400 + "?"
+    r = invoke(["chat", "--load-pot", story_pot, "-q"] + SMALL, input=f"{long_q}\n/nope\n{Q_STEPS}\n")
+    assert r.exit_code == 1
+    lines = r.stdout.split("\n")
+    assert lines[0] == "" and lines[1] and len(lines) == 3   # an empty line for the failed one, then the answer
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("infinipot: error:")]
+    assert len(errors) == 2 and "cannot hold the prompt" in errors[0] and "/nope" in errors[1]
+    assert "Traceback" not in r.stderr
+
+
+def test_usage_errors():
+    r = invoke(["chat"])
+    assert r.exit_code == 2 and "missing SOURCE" in r.stderr
+    r = invoke(["chat", "-"])
+    assert r.exit_code == 2 and "questions from stdin" in r.stderr
+
+
+# ---- the pot is restored after each answer (tiny model) ---------------------------------------------
+class IdTok:
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join(map(str, ids))
+
+
+def test_snapshot_restores_the_pot_a_question_narrowed():
+    eng = Engine(make_model("llama"), IdTok(), PotConfig(size=128, keep=64, chunk=16, final_keep=24),
+                 catalyst_ids=[20, 21, 22])
+    eng.pin(list(range(3, 9)))
+    eng.feed(list(range(40, 110)))
+    eng.finish()
+    snap = PotSnapshot(eng)
+    before = [(l.keys.clone(), l.values.clone()) for l in eng.pot.cache.layers]
+    src = eng.pot.src.clone()
+    eng.answer([30, 31, 32], "question", max_new_tokens=4, stop_ids=set(), focus=(0, 3))
+    assert len(eng.pot) == 24  # the answer narrowed the pot in place (final_keep)
+    snap.restore(eng)
+    assert eng.pot.src.equal(src) and eng.pot.cache_len() == src.shape[-1]
+    for l, (k, v) in zip(eng.pot.cache.layers, before):
+        assert l.keys.equal(k) and l.values.equal(v)
+
+
+# ---- the terminal loop with fake input --------------------------------------------------------------
+def _session(builtin, out, err):
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    P = Prompts(builtin.tokenizer)
+    cat, focus = P.catalyst("general")
+    eng = Engine(builtin.model, builtin.tokenizer, PotConfig(size=512, keep=256), catalyst_ids=cat,
+                 catalyst_focus=focus)
+    eng.pin(P.header_ids())
+    src = open_source(STORY, "auto")
+    rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
+    read_source(eng, builtin.tokenizer, src, rec)
+    meta = {"sources": [rec.as_json()], "model": builtin.name, "catalyst": {"kind": "general", "text": None}}
+    state = ReadState(lm=builtin, prompts=P, engine=eng, save_meta=lambda: meta, sources=[STORY])
+    return ChatSession(state, max_new_tokens=32, out=out, err=err)
+
+
+def test_terminal_loop_with_fake_input(builtin, monkeypatch):
+    out, err = io.StringIO(), io.StringIO()
+    chat = _session(builtin, out, err)
+    n = len(chat.engine.pot)
+    real_answer = chat.engine.answer
+    calls = []
+
+    def answer(*a, **kw):  # the second question is interrupted by Ctrl-C half-way
+        calls.append(1)
+        if len(calls) == 2:
+            kw["on_text"]("Half")
+            raise KeyboardInterrupt
+        return real_answer(*a, **kw)
+
+    monkeypatch.setattr(chat.engine, "answer", answer)
+    lines = iter([Q_STEPS, Q_STEPS, "  ", "/help", "/inspect", "/bogus", Q_STEPS])
+
+    def read_line(prompt):
+        assert prompt == "? "
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    assert chat.run_terminal(read_line, banner="hello") == 0
+    shown = out.getvalue()
+    first = shown.split("\n")[0]
+    assert first.strip()                      # an answer was streamed
+    assert shown.count(first + "\n") == 2     # the question after the cancelled one answers as before
+    assert "/save FILE" in shown and "what the pot remembers" in shown
+    assert "(answer stopped)" in err.getvalue() and "unknown command /bogus" in err.getvalue()
+    assert err.getvalue().startswith("hello\n")
+    assert len(chat.engine.pot) == n
+
+
+# ---- a real pseudo-terminal -------------------------------------------------------------------------
+def _read_until(fd, marker: bytes, timeout: float) -> bytes:
+    buf, end = b"", time.monotonic() + timeout
+    while marker not in buf and time.monotonic() < end:
+        r, _, _ = select.select([fd], [], [], 1.0)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+@pytest.mark.skipif(not sys.platform.startswith(("linux", "darwin")), reason="needs a pseudo-terminal")
+def test_pty_session_answers_and_leaves_on_ctrl_d(story_pot):
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), "TERM": "dumb"}
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "chat", "--load-pot", story_pot, "-q"] + SMALL,
+                         stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
+    os.close(slave)
+    try:
+        assert b"? " in _read_until(master, b"? ", 300)
+        os.write(master, (Q_STEPS + "\n").encode())
+        got = _read_until(master, b"\n? ", 300)
+        assert b"? " in got and len(got.split(b"\n")) >= 2  # the echoed question, the answer, a new prompt
+        os.write(master, b"\x04")  # Ctrl-D
+        assert p.wait(timeout=60) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
