@@ -10,9 +10,9 @@ the questions are not known while reading); then a loop answers each question fr
   nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
   question failed -- ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
 
-Engine.answer narrows the pot in place before answering (its last distillation with the question,
-`final_keep`), so every question starts from a copy of the pot as read (`PotSnapshot`): the answers do not
-depend on the order of the questions, and /save writes the pot as read.
+Engine.answer undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
+every question starts from the pot as read: the answers do not depend on the order of the questions, and
+/save writes the pot as read.
 """
 
 from __future__ import annotations
@@ -49,30 +49,6 @@ class ReadState:
     sources: list = field(default_factory=list)
 
 
-class PotSnapshot:
-    """A copy of an engine's pot -- KV tensors (L x (1, H_kv, S, D)) and per-entry metadata ((L, H_kv, S)) --
-    to restore after each answer. Costs one pot's memory (pot.kv_bytes())."""
-
-    def __init__(self, engine):
-        pot = engine.pot
-        self.layers = [(layer.keys.clone(), layer.values.clone()) for layer in pot.cache.layers
-                       if getattr(layer, "keys", None) is not None]
-        self.meta = {k: getattr(pot, k).clone() for k in ("src", "tok", "nov", "acc")}
-        self.n_distilled = pot.n_distilled
-        self.cycles = engine.cycles
-        self.last_by_nuc = engine.last_by_nuc
-
-    def restore(self, engine) -> None:
-        pot = engine.pot
-        for layer, (k, v) in zip(pot.cache.layers, self.layers):
-            layer.keys, layer.values = k.clone(), v.clone()
-        for k, t in self.meta.items():
-            setattr(pot, k, t.clone())
-        pot.n_distilled = self.n_distilled
-        engine.cycles = self.cycles
-        engine.last_by_nuc = self.last_by_nuc
-
-
 class ChatSession:
     """Questions and commands against one read pot. I/O goes through the streams given (tests pass StringIO)."""
 
@@ -87,20 +63,16 @@ class ChatSession:
         self.json_out = json_out
         self.engine.listen(None)  # the reading display is closed; answers are printed here
         self.engine.finish()         # tokens a loaded pot still had pending: forward them once, now
-        self.snapshot = PotSnapshot(self.engine)
 
     # ---- answering ----------------------------------------------------------------------------------
     def answer(self, question: str, on_text: Callable[[str], None] | None = None) -> str:
-        """The answer to `question` from the pot as read (streamed through `on_text` as it comes); the pot is
-        restored afterwards, also when the answer fails or is interrupted."""
+        """The answer to `question` from the pot as read (streamed through `on_text` as it comes); the engine
+        restores the pot afterwards, also when the answer fails or is interrupted."""
         stopper = Stopper("question")
         stream = StopStream(stopper, on_text) if on_text else None
         prompt, focus = self.P.ask(question)
-        try:
-            text = self.engine.answer(prompt, "question", max_new_tokens=self.max_new_tokens, stop_ids=self.P.stop_ids(),
-                                      on_text=stream, focus=focus, should_stop=stopper.should_stop)
-        finally:
-            self.snapshot.restore(self.engine)
+        text = self.engine.answer(prompt, "question", max_new_tokens=self.max_new_tokens, stop_ids=self.P.stop_ids(),
+                                  on_text=stream, focus=focus, should_stop=stopper.should_stop)
         return stream.finish() if stream else stopper.trim(text).strip()
 
     # ---- commands -----------------------------------------------------------------------------------

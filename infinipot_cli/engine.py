@@ -283,8 +283,8 @@ class Engine:
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real prompt as
         the catalyst (§3.2). A question (CaP-Q; `focus`: the question's tokens in the prompt) also narrows the pot
         to `final_keep` entries and, with `reencode`, is answered over a fresh prefill of the kept text
-        (`_reencoded`); a summary wants breadth and does neither. The pot is left as it was before the prompt, so
-        the same pot can answer again.
+        (`_reencoded`); a summary wants breadth and does neither. Whatever this answer changed is undone after
+        it (also when it fails or is interrupted): the same pot answers the next question as read.
         """
         if mode not in ("question", "summary"):
             raise ValueError(f"mode must be 'question' or 'summary', not {mode!r}")
@@ -292,35 +292,53 @@ class Engine:
         t0 = time.perf_counter()
         pot, pol, cfg = self.pot, self.policy, self.cfg
         question = mode == "question" and pol.catalyst == "prompt"
-        F = len(prompt_ids)
         self._emit("answer")
-        if cfg.bounded:
-            limit = cfg.size - F - max_new_tokens
-            if limit <= pot.n_pinned + 16:
-                raise UsageError(
-                    f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
-                    f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-            narrow = cfg.final_keep if question else 0
-            target = None
-            if len(pot) > limit:  # the paper's last distillation: too full for the prompt and the answer
-                target = min(cfg.keep, narrow or cfg.keep, limit)
-            elif narrow and len(pot) > narrow:
-                target = narrow
-            if target is not None:
-                if target <= pot.n_pinned:
-                    raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header "
-                                     f"({pot.n_pinned} tokens)")
-                self._final_distill(prompt_ids, target, focus if question else None)
-        elif cfg.method == "snapkv" and len(pot) > cfg.keep:
-            self._final_distill(prompt_ids, cfg.keep, focus)
+        target = self._final_target(len(prompt_ids), max_new_tokens, question)
+        snap = pot.snapshot() if target is not None else None  # this answer's distillation is undone afterwards
         base = len(pot)
-        fresh = self._reencoded() if cfg.reencode and question else None
-        kv = fresh if fresh is not None else pot.cache
+        try:
+            if target is not None:
+                self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
+            fresh = self._reencoded() if cfg.reencode and question else None
+            final = self._generate(fresh if fresh is not None else pot.cache, prompt_ids, max_new_tokens,
+                                   stop_ids or set(), on_text, should_stop)
+        finally:
+            if snap is not None:
+                pot.restore(snap)
+            else:
+                pot.crop(base)
+        self.timings.answer += time.perf_counter() - t0
+        self._emit("done")
+        return final.strip()
+
+    def _final_target(self, prompt_len: int, max_new_tokens: int, question: bool) -> int | None:
+        """Entries to distill the pot to before answering, or None: the paper's last distillation when the pot
+        cannot hold the prompt and the answer (§3.2); for a question also `final_keep`, the narrowing."""
+        pot, cfg = self.pot, self.cfg
+        if not cfg.bounded:
+            return cfg.keep if cfg.method == "snapkv" and len(pot) > cfg.keep else None  # SnapKV's one compression
+        limit = cfg.size - prompt_len - max_new_tokens
+        if limit <= pot.n_pinned + 16:
+            raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
+                             f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
+        narrow = cfg.final_keep if question else 0
+        target = None
+        if len(pot) > limit:
+            target = min(cfg.keep, narrow or cfg.keep, limit)
+        elif narrow and len(pot) > narrow:
+            target = narrow
+        if target is not None and target <= pot.n_pinned:
+            raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
+        return target
+
+    def _generate(self, kv, prompt_ids: list[int], max_new_tokens: int, stops: set[int],
+                  on_text: Callable[[str], None] | None, should_stop) -> str:
+        """Greedy decoding over `kv` after `prompt_ids`; streams new text through `on_text`."""
+        pot = self.pot
         x = torch.tensor([prompt_ids], device=self.device)
         out = self.model.model(input_ids=x, past_key_values=kv, use_cache=True)
         pot.note_peak()
         logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
-        stops = stop_ids or set()
         gen: list[int] = []
         text = ""
         for _ in range(max_new_tokens):
@@ -344,11 +362,7 @@ class Engine:
         final = self.tok.decode(gen, skip_special_tokens=True)
         if on_text and len(final) > len(text):
             on_text(final[len(text):])
-        if fresh is None:
-            pot.crop(base)
-        self.timings.answer += time.perf_counter() - t0
-        self._emit("done")
-        return final.strip()
+        return final
 
     def _reencoded(self) -> DynamicCache | None:
         """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,

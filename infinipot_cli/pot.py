@@ -85,6 +85,18 @@ class MemoryPot:
                 layer.keys = layer.keys[..., :length, :]
                 layer.values = layer.values[..., :length, :]
 
+    # ---- one answer's changes ----------------------------------------------------------------------
+    def snapshot(self) -> tuple:
+        """A copy of the pot (KV and per-entry metadata) to restore after an answer changed it. One pot's memory."""
+        kv = [(layer.keys.clone(), layer.values.clone()) for layer in self.cache.layers
+              if getattr(layer, "keys", None) is not None]
+        return kv, (self.src, self.tok, self.nov, self.acc.clone()), self.n_distilled
+
+    def restore(self, snap: tuple) -> None:
+        kv, (self.src, self.tok, self.nov, self.acc), self.n_distilled = snap
+        for layer, (k, v) in zip(self.cache.layers, kv):
+            layer.keys, layer.values = k, v
+
     # ---- distillation ------------------------------------------------------------------------------
     @torch.no_grad()
     def keep(self, idx: torch.Tensor, rerotate: bool = True) -> None:

@@ -13,7 +13,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.chat import ChatSession, PotSnapshot, ReadState
+from infinipot_cli.chat import ChatSession, ReadState
 from infinipot_cli.cli import app
 from infinipot_cli.engine import Engine, PotConfig
 from tiny_models import make_model
@@ -84,23 +84,6 @@ def test_usage_errors():
 class IdTok:
     def decode(self, ids, skip_special_tokens=True):
         return " ".join(map(str, ids))
-
-
-def test_snapshot_restores_the_pot_a_question_narrowed():
-    eng = Engine(make_model("llama"), IdTok(), PotConfig(size=128, keep=64, chunk=16, final_keep=24),
-                 catalyst_ids=[20, 21, 22])
-    eng.pin(list(range(3, 9)))
-    eng.feed(list(range(40, 110)))
-    eng.finish()
-    snap = PotSnapshot(eng)
-    before = [(l.keys.clone(), l.values.clone()) for l in eng.pot.cache.layers]
-    src = eng.pot.src.clone()
-    eng.answer([30, 31, 32], "question", max_new_tokens=4, stop_ids=set(), focus=(0, 3))
-    assert len(eng.pot) == 24  # the answer narrowed the pot in place (final_keep)
-    snap.restore(eng)
-    assert eng.pot.src.equal(src) and eng.pot.cache_len() == src.shape[-1]
-    for l, (k, v) in zip(eng.pot.cache.layers, before):
-        assert l.keys.equal(k) and l.values.equal(v)
 
 
 # ---- the terminal loop with fake input --------------------------------------------------------------

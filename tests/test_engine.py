@@ -221,30 +221,35 @@ def test_answer_leaves_pot_unchanged_and_is_repeatable():
     assert all(torch.equal(b, l.keys) for b, l in zip(before, eng.pot.cache.layers))
 
 
-def test_final_keep_distills_to_that_size_with_the_real_prompt_before_answering():
+def test_final_keep_narrows_for_one_question_and_the_pot_is_restored_after():
     model = make_model("llama")
-    eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=24))
+    seen = []
+    eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=24), events=seen.append)
     n, cycles = len(eng.pot), eng.cycles
+    src, keys = eng.pot.src.clone(), [l.keys.clone() for l in eng.pot.cache.layers]
     assert n > 24
     eng.answer(PROMPT, "summary", max_new_tokens=6)  # no question (a summary): the pot is not narrowed
     assert len(eng.pot) == n and eng.cycles == cycles
+    seen.clear()
     a1 = eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
-    assert len(eng.pot) == 24 and eng.cycles == cycles + 1
-    assert (eng.pot.src[..., :len(HEADER)] < 0).all()  # the pinned header stays
-    assert (eng.pot.src[..., len(HEADER):] >= 0).all()  # the prompt is not kept
-    a2 = eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))  # already small enough: no further distillation
-    assert a2 == a1 and len(eng.pot) == 24 and eng.cycles == cycles + 1
+    narrowed = [e for e in seen if e.kind == "distill"]
+    assert len(narrowed) == 1 and narrowed[0].entries == 24 and eng.cycles == cycles + 1
+    # the answer's distillation is undone: the next question starts from the pot as read
+    assert len(eng.pot) == n and torch.equal(eng.pot.src, src)
+    assert all(torch.equal(k, l.keys) for k, l in zip(keys, eng.pot.cache.layers))
+    assert eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3)) == a1
     assert split_method_spec("infinipot+final_keep=512")[1] == {"final_keep": 512}
     # a final_keep beyond what the pot holds changes nothing: as final_keep=0 (the paper)
     big = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=500))
     off = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=0))
-    assert big.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3)) == off.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
+    assert big.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3)) == off.answer(
+        PROMPT, "question", max_new_tokens=6, focus=(1, 3))
     assert len(big.pot) == len(off.pot) and big.cycles == off.cycles
     # baselines that do not score with the prompt answer from the pot as it is
     base = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, method="streaming", final_keep=24))
-    n = len(base.pot)
+    n, cycles = len(base.pot), base.cycles
     base.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
-    assert len(base.pot) == n > 24
+    assert len(base.pot) == n > 24 and base.cycles == cycles
 
 
 def test_final_keep_is_validated():
