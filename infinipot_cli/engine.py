@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
-from transformers import DynamicCache
 
+from .decode import AnswerCache, generate
 from .errors import UsageError
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
-from .scoring.nuc import lm_head_logits, novelty
+from .scoring.nuc import novelty
 from .scoring.policies import UNBOUNDED, Policy, SelectionInputs, make_policy
 from .scoring.segments import BoundaryTable, unit_starts
 
@@ -357,7 +357,8 @@ class Engine:
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], max_new_tokens: int = 256, stop_ids: set[int] | None = None,
                on_text: Callable[[str], None] | None = None, final_distill: bool = True,
-               focus: tuple[int, int] | None = None) -> str:
+               focus: tuple[int, int] | None = None,
+               should_stop: Callable[[list[int], str], bool] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
@@ -393,42 +394,18 @@ class Engine:
                 self._final_distill(prompt_ids, target, focus)
         elif cfg.method == "snapkv" and len(pot) > cfg.keep and final_distill:
             self._final_distill(prompt_ids, cfg.keep, focus)
-        base = len(pot)
-        fresh = self._reencoded() if cfg.reencode and focus is not None and pol.catalyst == "prompt" else None
-        kv = fresh if fresh is not None else pot.cache
-        x = torch.tensor([prompt_ids], device=self.device)
-        out = self.model.model(input_ids=x, past_key_values=kv, use_cache=True)
-        pot.note_peak()
-        logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
-        stops = stop_ids or set()
-        gen: list[int] = []
-        text = ""
-        for _ in range(max_new_tokens):
-            nxt = int(logits[0].argmax())
-            if nxt in stops:
-                break
-            gen.append(nxt)
-            new_text = self.tok.decode(gen, skip_special_tokens=True)
-            if on_text and len(new_text) > len(text) and not new_text.endswith("\ufffd"):
-                on_text(new_text[len(text):])
-                text = new_text
-            elif not on_text:
-                text = new_text
-            self._emit("token", text=new_text)
-            out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=kv,
-                                   use_cache=True)
-            pot.note_peak()
-            logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
+        extra = F + max_new_tokens  # room for the prompt and the answer, allocated once
+        fresh = self._reencoded(extra) if cfg.reencode and focus is not None and pol.catalyst == "prompt" else None
+        kv = fresh if fresh is not None else AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
+        gen = generate(self.model, kv, prompt_ids, max_new_tokens, stop_ids, on_text, should_stop,
+                       tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
+        pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
         final = self.tok.decode(gen, skip_special_tokens=True)
-        if on_text and len(final) > len(text):
-            on_text(final[len(text):])
-        if fresh is None:
-            pot.crop(base)
         self.timings.answer += time.perf_counter() - t0
         self._emit("done")
         return final.strip()
 
-    def _reencoded(self) -> DynamicCache | None:
+    def _reencoded(self, extra: int = 0) -> AnswerCache | None:
         """InfiniPot option `reencode`: a new KV cache from one fresh (chunked) prefill of the tokens the pot
         holds, in pot order, at positions 0..S-1 -- the positions CR-RoPE gave them (§3.5). The pot's own KV
         states of a token were computed once, over the document around it as read, and carry over cycles what
@@ -441,7 +418,7 @@ class Engine:
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
         ids = tok[0, 0].to(self.device)[None]  # (1, S)
-        cache = DynamicCache()
+        cache = AnswerCache(ids.shape[1] + extra)  # + room for the prompt and the answer
         for i in range(0, ids.shape[1], self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
         return cache
