@@ -60,7 +60,7 @@ class SpeedConfig:
     dtype: str | None = None
     haystack: str | None = None
     seed: int = 0
-    gen_tokens: int = 16
+    gen_tokens: int = 64
     piece: int = 1024
     threads: int | None = None        # torch CPU threads in each worker (None: torch's default)
 
