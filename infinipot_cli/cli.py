@@ -108,8 +108,8 @@ MethodOpt = typer.Option("infinipot", "--method", help=f"Selection policy: {' | 
                          "infinipot+segment=32.")
 CatOpt = typer.Option(None, "--catalyst", help="Your own catalyst prompt text (default: the question, or a general one).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto.")
-DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: bf16 on CUDA and on CPUs "
-                                              "with native bf16, AVX-512 BF16 or AMX; fp32 elsewhere).")
+DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: bf16 on CUDA, fp32 on the CPU; "
+                                              "bfloat16 runs faster on CPUs with AVX-512 BF16 or AMX).")
 FormatOpt = typer.Option("auto", "--format", help="Input format: auto | pdf | epub | html | text.")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout at the end (nothing else).")
 QuietOpt = typer.Option(False, "-q", "--quiet", help="No progress display.")
