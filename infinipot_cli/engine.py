@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
-from transformers import DynamicCache
 
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
+from .decode import AnswerCache, generate
 from .errors import UsageError
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
-from .scoring.nuc import lm_head_logits, novelty
+from .scoring.nuc import novelty
 from .scoring.policies import SelectionInputs, make_policy
 from .scoring.segments import BoundaryTable, unit_starts
 
@@ -295,18 +295,19 @@ class Engine:
         self._emit("answer")
         target = self._final_target(len(prompt_ids), max_new_tokens, question)
         snap = pot.snapshot() if target is not None else None  # this answer's distillation is undone afterwards
-        base = len(pot)
         try:
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
-            fresh = self._reencoded() if cfg.reencode and question else None
-            final = self._generate(fresh if fresh is not None else pot.cache, prompt_ids, max_new_tokens,
-                                   stop_ids or set(), on_text, should_stop)
+            extra = len(prompt_ids) + max_new_tokens  # room for the prompt and the answer, allocated once
+            fresh = self._reencoded(extra) if cfg.reencode and question else None
+            kv = fresh if fresh is not None else AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
+            gen = generate(self.model, kv, prompt_ids, max_new_tokens, stop_ids or set(), on_text, should_stop,
+                           tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
+            pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
+            final = self.tok.decode(gen, skip_special_tokens=True)
         finally:
             if snap is not None:
                 pot.restore(snap)
-            else:
-                pot.crop(base)
         self.timings.answer += time.perf_counter() - t0
         self._emit("done")
         return final.strip()
@@ -331,49 +332,16 @@ class Engine:
             raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
         return target
 
-    def _generate(self, kv, prompt_ids: list[int], max_new_tokens: int, stops: set[int],
-                  on_text: Callable[[str], None] | None, should_stop) -> str:
-        """Greedy decoding over `kv` after `prompt_ids`; streams new text through `on_text`."""
-        pot = self.pot
-        x = torch.tensor([prompt_ids], device=self.device)
-        out = self.model.model(input_ids=x, past_key_values=kv, use_cache=True)
-        pot.note_peak()
-        logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
-        gen: list[int] = []
-        text = ""
-        for _ in range(max_new_tokens):
-            nxt = int(logits[0].argmax())
-            if nxt in stops:
-                break
-            gen.append(nxt)
-            new_text = self.tok.decode(gen, skip_special_tokens=True)
-            if on_text and len(new_text) > len(text) and not new_text.endswith("\ufffd"):
-                on_text(new_text[len(text):])
-                text = new_text
-            elif not on_text:
-                text = new_text
-            self._emit("token", text=new_text)
-            if should_stop is not None and should_stop(gen, new_text):
-                break
-            out = self.model.model(input_ids=torch.tensor([[nxt]], device=self.device), past_key_values=kv,
-                                   use_cache=True)
-            pot.note_peak()
-            logits = lm_head_logits(self.model, out.last_hidden_state[0, -1:])
-        final = self.tok.decode(gen, skip_special_tokens=True)
-        if on_text and len(final) > len(text):
-            on_text(final[len(text):])
-        return final
-
-    def _reencoded(self) -> DynamicCache | None:
+    def _reencoded(self, extra: int = 0) -> AnswerCache | None:
         """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
-        at positions 0..S-1 (the positions CR-RoPE gave them, §3.5). The pot's own states carry what attention
-        drew from text long evicted; the fresh prefill sees only the kept text (measured: docs/results/needle.md).
-        None when heads hold different tokens (per-head selection). The pot itself is not changed."""
+        at positions 0..S-1 (the positions CR-RoPE gave them, §3.5), with room for `extra` more. The pot's own
+        states carry what attention drew from text long evicted; the fresh prefill sees only the kept text
+        (measured: docs/results/needle.md). None when heads hold different tokens (per-head selection)."""
         tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
         ids = tok[0, 0].to(self.device)[None]  # (1, S)
-        cache = DynamicCache()
+        cache = AnswerCache(ids.shape[1] + extra)  # + room for the prompt and the answer
         for i in range(0, ids.shape[1], self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
         return cache

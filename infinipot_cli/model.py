@@ -248,10 +248,44 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "float16": torch.float16, "fp16": torch.float16}
 
 
+def cpu_has_native_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AVX-512 BF16 or AMX): there bf16 matmuls are 2-3.5x fp32; on
+    plain AVX2 / AVX-512 CPUs they are emulated and several times slower. $INFINIPOT_CPU_BF16=0/1 overrides."""
+    env = os.environ.get("INFINIPOT_CPU_BF16")
+    if env in ("0", "1"):
+        return env == "1"
+    cpu = getattr(torch, "cpu", None)
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        fn = getattr(cpu, probe, None)
+        try:
+            if fn is not None and fn():
+                return True
+        except Exception:  # noqa: BLE001 - a missing probe means "not known to be native"
+            pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+# `--dtype auto` on a CPU with native bf16 picks bf16 only when this is True: bf16 becomes the CPU default once
+# `bench needle` is shown to hold in it (issue 24); until then --dtype bfloat16 opts in.
+CPU_BF16_DEFAULT = False
+
+
 def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
-    """CPU: fp32 (bf16 matmuls are ~6x slower on AVX2). CUDA: bf16."""
+    """auto: CUDA bf16; CPU bf16 where the CPU has native bf16 and CPU_BF16_DEFAULT is set, fp32 elsewhere. What
+    must stay exact is computed in fp32 whatever the model dtype (CaP softmax, NuC's target logit, CR-RoPE)."""
     if dtype in (None, "", "auto"):
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+        if device.type == "cuda":
+            return torch.bfloat16
+        native = device.type == "cpu" and CPU_BF16_DEFAULT and cpu_has_native_bf16()
+        return torch.bfloat16 if native else torch.float32
     if dtype not in DTYPES:
         raise UsageError(f"unknown dtype {dtype!r} (use auto, float32, bfloat16 or float16)")
     return DTYPES[dtype]

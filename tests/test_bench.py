@@ -130,6 +130,7 @@ def test_bench_speed(tmp_path):
                                        "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "Read speed and memory" in r.stdout
+    assert "1 threads" in r.stdout and "generation over 4 tokens" in r.stdout  # the header line
     doc = json.loads((out / "speed.json").read_text())
     assert doc["complete"]
     runs = {x["method"]: x for x in doc["runs"]}

@@ -137,6 +137,18 @@ def _pct(part: float, whole: float) -> str:
     return f"{pct:.1f}%" if 0 < pct < 9.95 else f"{pct:.0f}%"
 
 
+def speed_header(runs: list[dict]) -> str:
+    """One line: model, device, dtype and torch threads the workers ran with (from their records)."""
+    done = [r for r in runs if r.get("model")]
+    if not done:
+        return "speed: no run completed"
+    r = done[0]
+    inter = f" ({r['interop_threads']} inter-op)" if r.get("interop_threads") else ""
+    gen = sorted({x.get("gen_tokens") for x in done if x.get("gen_tokens")})
+    return (f"speed: {r['model']} on {r['device']}, {r['dtype']}, {r.get('threads')} threads{inter}; "
+            f"generation over {', '.join(map(str, gen)) or '-'} tokens (stop tokens ignored)")
+
+
 def speed_table(runs: list[dict]) -> Table:
     t = Table(title="Read speed and memory", title_justify="left")
     for name, just in (("method", "left"), ("length", "right"), ("read tok/s", "right"), ("read s", "right"),

@@ -38,7 +38,6 @@ import torch
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
 from ..engine import Engine
 from ..prompts import Prompts
-from ..scoring.nuc import lm_head_logits
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
 
@@ -60,7 +59,7 @@ class SpeedConfig:
     dtype: str | None = None
     haystack: str | None = None
     seed: int = 0
-    gen_tokens: int = 16
+    gen_tokens: int = 64
     piece: int = 1024
     threads: int | None = None        # torch CPU threads in each worker (None: torch's default)
 
@@ -238,18 +237,18 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
 
 
 @torch.no_grad()
-def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None]:
-    """Greedy decode over `cache` (no early stop): (time to first token, decode tok/s)."""
-    dev = next(lm.model.parameters()).device
+def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None, int]:
+    """Greedy decode over a copy of `cache` with the engine's loop (decode.generate, no early stop): (time to first
+    token, decode tok/s, entries at the end). The copy into a preallocated cache counts in the time to first token."""
+    from ..decode import AnswerCache, generate
+
+    stamps: list[float] = []
     t0 = time.perf_counter()
-    out = lm.model.model(input_ids=torch.tensor([ask], device=dev), past_key_values=cache, use_cache=True)
-    nxt = int(lm_head_logits(lm.model, out.last_hidden_state[0, -1:])[0].argmax())
-    first = time.perf_counter()
-    for _ in range(n_tokens - 1):
-        out = lm.model.model(input_ids=torch.tensor([[nxt]], device=dev), past_key_values=cache, use_cache=True)
-        nxt = int(lm_head_logits(lm.model, out.last_hidden_state[0, -1:])[0].argmax())
+    kv = AnswerCache.from_cache(cache, len(ask) + n_tokens)
+    generate(lm.model, kv, ask, n_tokens, on_token=lambda _id, _text: stamps.append(time.perf_counter()))
     end = time.perf_counter()
-    return first - t0, ((n_tokens - 1) / (end - first) if n_tokens > 1 and end > first else None)
+    first = stamps[0] if stamps else end
+    return first - t0, ((n_tokens - 1) / (end - first) if n_tokens > 1 and end > first else None), kv.get_seq_length()
 
 
 @torch.no_grad()
@@ -268,7 +267,7 @@ def _run_prefill(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
         progress.update(len(ids) - len(header), force=True)
     kv_read = cache_bytes(cache)
     t1 = time.perf_counter()
-    ttft, gen = _generate(lm, cache, ask, cfg.gen_tokens)
+    ttft, gen, _ = _generate(lm, cache, ask, cfg.gen_tokens)
     answer_s = time.perf_counter() - t1
     tm = {"forward": round(read_s, 4), "nuc": 0.0, "cap": 0.0, "select": 0.0, "rerotate": 0.0, "display": 0.0,
           "answer": round(answer_s, 4), "read_s": round(read_s, 4), "answer_s": round(answer_s, 4)}

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--haystack", default=None)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--gen-tokens", type=int, default=16)
+    ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--piece", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args(argv)
@@ -33,15 +33,19 @@ def main(argv: list[str] | None = None) -> int:
 
         return torch.get_num_threads()
 
+    def torch_interop() -> int:
+        import torch
+
+        return torch.get_num_interop_threads()
+
     from ..errors import InfinipotError
     from ..model import load_model
     from .progress import Progress
     from .speed import SPEED_METHODS, SpeedConfig, measure, rss_mb
 
-    if a.threads:
-        import torch
+    from ..threads import configure
 
-        torch.set_num_threads(a.threads)
+    configure(a.threads)
     rec: dict = {"method": a.method, "length_target": a.length, "length": 0, "skipped": None}
     try:
         from ..config import split_method_spec
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         load_rss = rss_mb()
         rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
-                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb()})
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb()})
     except InfinipotError as e:
         rec["error"] = str(e)
     except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark

@@ -170,7 +170,8 @@ def _make_wrapper(base_name: str):
         # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
         softcap = kwargs.get("softcap")
         record(module, query, key, attention_mask, scaling, softcap)
-        if softcap is not None and base_name == "sdpa":
+        # one query row on the CPU (decoding): grouped matmuls, fp32 softmax; CPU SDPA is 5-10x slower there in bf16
+        if base_name == "sdpa" and (softcap is not None or (query.shape[2] == 1 and query.device.type == "cpu")):
             return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
         return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 

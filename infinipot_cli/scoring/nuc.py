@@ -25,6 +25,21 @@ def lm_head_logits(model, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
+def _low_precision_nll(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """-log p for a bf16/fp16 model without an fp32 (b, V) copy: the LM-head matmul in the model dtype (fp32
+    accumulation inside), logsumexp reduced over it directly, and the target's logit exactly in fp32 from its
+    weight row. h: (b, d); targets: (b,). Returns (b,) float32."""
+    head = model.lm_head
+    logits = head(h)  # (b, V) model dtype
+    lse = torch.logsumexp(logits, -1).float()  # (b,)
+    w = head.weight.index_select(0, targets)  # (b, d)
+    tgt = (h.float() * w.float()).sum(-1)
+    bias = getattr(head, "bias", None)
+    if bias is not None:
+        tgt = tgt + bias.index_select(0, targets).float()
+    return lse - tgt
+
+
 @torch.no_grad()
 def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """Per-token cross-entropy (nats) of `ids` given the pot.
@@ -41,7 +56,11 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
         preds = torch.cat([prev_hidden[None], hidden[:-1]], dim=0)  # (T, d): row i predicts ids[i]
         targets = ids
         out = []
+    low = preds.dtype in (torch.bfloat16, torch.float16) and not getattr(model.config, "final_logit_softcapping", None)
     for s in range(0, preds.shape[0], BLOCK):
+        if low:
+            out.append(_low_precision_nll(model, preds[s:s + BLOCK], targets[s:s + BLOCK]))
+            continue
         logits = lm_head_logits(model, preds[s:s + BLOCK])  # (b, V)
         out.append(torch.logsumexp(logits, -1) - logits.gather(-1, targets[s:s + BLOCK, None])[:, 0])
     res = torch.cat(out) if out else torch.zeros(0, device=ids.device)
