@@ -203,8 +203,10 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
         raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
     if sources.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
-    if o.save_pot and o.load_pot is None and os.path.isdir(o.save_pot):
-        raise UsageError(f"--save-pot {o.save_pot} is a directory")
+    if o.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
+        from .potfile import check_save_target
+
+        check_save_target(o.save_pot)
 
     # Open every source before loading the model: bad input fails fast.
     opened = [open_source(p, o.format) for p in sources]

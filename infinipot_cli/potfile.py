@@ -2,7 +2,8 @@
 
 A pot file is a safetensors file (never pickle). Tensors:
 
-    layers.{i}.keys / layers.{i}.values   (1, H_kv, S, D) in the model dtype — the KV cache (post-RoPE, CR-RoPE'd)
+    layers.{i}.keys / layers.{i}.values   (1, H_kv, S, D) — the KV cache (post-RoPE, CR-RoPE'd): bf16 when the model
+                                          is fp32 (half the file; ``kv_dtype`` in the metadata), else the model dtype
     src, tok                              (L, H_kv, S) int64   — document position / token id of every entry
     nov, acc                              (L, H_kv, S) float32 — NuC novelty / accumulated attention
     prev_hidden                           (d,) last hidden state (absent before anything was read)
@@ -23,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -49,10 +52,14 @@ _PROBE_PER_PARAM = 16
 # Keys save_pot computes itself; a caller's `meta` may not set them.
 RESERVED = {"format_version", "infinipot_version", "fingerprint", "weights_probe", "dtype", "config",
             "tokens_read", "cycles", "entries", "n_pinned", "n_distilled", "peak_entries", "layers", "kv_heads",
-            "head_dim", "cache_layers", "kv_bytes", "fed", "pending", "where", "provenance", "tensors_sha256",
+            "head_dim", "cache_layers", "kv_bytes", "kv_dtype", "fed", "pending", "where", "provenance", "tensors_sha256",
             "meta_sha256"}
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+# How the KV cache is stored: fp32 KV as bf16 (half the file; measured: the same answers from the loaded pot,
+# README "Pot files"); other dtypes as they are. Loading casts back to the model's dtype, so fp32 pots written
+# before this still load.
+STORE_DTYPE = {torch.float32: torch.bfloat16}
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -123,23 +130,27 @@ def _where_at(provenance: list, index: int) -> str:
 
 
 # ---- saving -------------------------------------------------------------------------------------------
-def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]:
-    """The tensors and the metadata describing `engine` (all tensors on the CPU, contiguous)."""
+def _collect(engine: Engine, meta: dict, compact: bool = True) -> tuple[dict[str, torch.Tensor], dict]:
+    """The tensors and the metadata describing `engine` (all tensors on the CPU, contiguous); `compact`: fp32 KV
+    stored as bf16 (STORE_DTYPE)."""
+    store_as = STORE_DTYPE if compact else {}
     pot = engine.pot
     S = len(pot)
     L, H = pot.num_layers, pot.num_kv_heads
     tensors: dict[str, torch.Tensor] = {}
     layers = pot.cache.layers if pot.cache_len() else []
-    if pot.cache_len() != S:
-        raise RuntimeError(f"inconsistent pot: the cache holds {pot.cache_len()} entries, the metadata {S}")
+    lengths = pot.layer_lengths() if layers else []
+    if pot.cache_len() != S or any(n != S for n in lengths):
+        raise RuntimeError(f"inconsistent pot: the cache holds {max(lengths, default=0)} entries, the metadata {S}")
     if layers and len(layers) != L:
         raise RuntimeError(f"inconsistent pot: {len(layers)} cache layers for a {L}-layer model")
     dtype = next(engine.model.parameters()).dtype
     head_dim = _head_dim(engine.model)
     for i, layer in enumerate(layers):
-        tensors[f"layers.{i}.keys"] = layer.keys.detach().cpu().contiguous()
-        tensors[f"layers.{i}.values"] = layer.values.detach().cpu().contiguous()
         dtype = layer.keys.dtype
+        store = store_as.get(dtype, dtype)
+        tensors[f"layers.{i}.keys"] = layer.keys.detach().to(store).cpu().contiguous()
+        tensors[f"layers.{i}.values"] = layer.values.detach().to(store).cpu().contiguous()
         head_dim = layer.keys.shape[-1]
     tensors["src"] = pot.src.detach().cpu().long().contiguous()
     tensors["tok"] = pot.tok.detach().cpu().long().contiguous()
@@ -168,6 +179,7 @@ def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]
         "fingerprint": fingerprint(engine.model, engine.tok),
         "weights_probe": weights_probe(engine.model),
         "dtype": _dtype_name(dtype),
+        "kv_dtype": _dtype_name(store_as.get(dtype, dtype)),
         "config": {k: getattr(engine.cfg, k) for k in CONFIG_FIELDS},
         "catalyst": {"kind": kind, "text": text, "tokens": len(engine.catalyst)},
         "tokens_read": int(engine.tokens_read),
@@ -208,19 +220,61 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) -> int:
+def check_save_target(path: str | os.PathLike) -> Path:
+    """Where a pot for `path` will be written, checked before any work is done; raises UsageError if it cannot be.
+
+    A symlink is written through: the pot replaces the link's target and the link is kept. The target must be
+    a regular file or not exist yet (never a folder, a device such as /dev/null or /dev/full, a pipe or a
+    socket), in an existing folder we may write to.
+    """
+    given = Path(path)
+    if str(path) == "" or str(path) == "-":
+        raise UsageError("--save-pot needs a file name (a pot cannot be written to stdout)")
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(f"cannot write the pot to {given}: {e.strerror or e}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"cannot write the pot to {given}: it is a folder")
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                    else "not a regular file")
+            raise UsageError(f"cannot write the pot to {given}: it is {kind}; give a regular file name")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write the pot to {given}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write the pot to {given}: folder {folder} is not writable")
+    return target
+
+
+def _write_error(path: Path, e: BaseException) -> InfinipotError:
+    """One clear line for a failed write (safetensors reports OS errors as 'SafetensorError ... os error N')."""
+    text = str(e)
+    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "os error 28" in text or "No space left" in text:
+        return InfinipotError(f"could not write the pot to {path}: no space left on device")
+    if isinstance(e, OSError) and e.errno == errno.EDQUOT:
+        return InfinipotError(f"could not write the pot to {path}: disk quota exceeded")
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else (text.splitlines()[0] if text else type(e).__name__)
+    return InfinipotError(f"could not write the pot to {path}: {reason}")
+
+
+def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, compact: bool = True) -> int:
     """Write `engine`'s pot to `path` atomically; returns the bytes written.
 
     `meta` adds to the metadata: the CLI passes "sources" (list of {path, format, size, sha256, tokens, units,
     stopped_at}), "model" (display name), "created", and "catalyst" = {"kind": general|question|text, "text": ...}.
+    A symlink is written through (check_save_target); a short write (a full disk) is caught by reading the
+    written header back before the file replaces `path`. `compact`: store an fp32 KV as bf16 (False: exact).
     """
-    path = Path(path)
+    path = check_save_target(path)
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"cannot write the pot to {path}: folder {folder} does not exist")
-    if path.is_dir():
-        raise UsageError(f"cannot write the pot to {path}: it is a folder")
-    tensors, info = _collect(engine, meta or {})
+    tensors, info = _collect(engine, meta or {}, compact)
     header = {META_KEY: json.dumps(info, ensure_ascii=False)}
     mode = (path.stat().st_mode & 0o777) if path.exists() else (0o666 & ~_umask())
     tmp = None
@@ -230,6 +284,7 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) 
         save_file(tensors, tmp, metadata=header)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        _read_header(Path(tmp))  # complete? (a full disk can truncate the file without an error)
         os.chmod(tmp, mode)
         size = os.path.getsize(tmp)
         os.replace(tmp, path)
@@ -237,8 +292,11 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) 
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise InfinipotError(f"could not write the pot to {path}: {e.strerror or e}") from e
+        if isinstance(e, InputError):  # the header read back says the file is short
+            raise InfinipotError(f"could not write the pot to {path}: the file came out incomplete "
+                                 "(no space left on device?)") from e
+        if isinstance(e, Exception) and not isinstance(e, InfinipotError):
+            raise _write_error(path, e) from e
         raise
     _fsync_dir(folder)
     return size
@@ -532,6 +590,7 @@ def inspect_pot(path: str | os.PathLike, tokenizer=None, bins: int = 60, top: in
         "model": meta.get("model"),
         "fingerprint": meta["fingerprint"],
         "dtype": meta.get("dtype"),
+        "kv_dtype": meta.get("kv_dtype", meta.get("dtype")),
         "config": cfg,
         "catalyst": meta.get("catalyst"),
         "layers": L,
@@ -596,6 +655,9 @@ def render_inspect(info: dict, console) -> None:
                  + (f", up to {escape(info['where'])}" if info.get("where") else "")),
         ("holds", f"{info['entries']} entries per head ({info['n_pinned']} pinned) · {info['layers']} layers × "
                   f"{info['kv_heads']} KV heads · KV {_human_bytes(info.get('kv_bytes'))}"),
+        ("on disk", f"{_human_bytes(info.get('file_bytes'))} ({info.get('file_bytes') or 0:,} bytes; KV stored as "
+                    f"{info.get('kv_dtype')}"
+                    + (f", {info['file_bytes'] // info['entries']:,} bytes per entry)" if info.get("entries") else ")")),
         ("remembers", f"{info['remembered']['tokens']:,} document tokens "
                       f"({info['remembered']['share']:.1%}) in {info['remembered']['spans']} spans"),
     ]
