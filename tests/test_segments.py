@@ -151,3 +151,55 @@ def test_pool_applies_to_segment_scores_too():
     pooled = InfiniPotPolicy(alpha=0.0, segment=48, pool=5).select(inp)[0, 0].tolist()
     # max-pooled over 5: entries 17-21 score 5.0, so unit 1 (three of them) now has the best mean
     assert pooled == list(range(10, 20))
+
+
+# ---- sentence ends with a real tokenizer (issue 22: "4.19.0" was cut into "version 4." and "19.") -------------
+def _builtin_tok():
+    import pytest
+    from transformers import AutoTokenizer
+
+    from infinipot_cli.model import builtin_model_path
+
+    try:
+        return AutoTokenizer.from_pretrained(str(builtin_model_path()))
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"built-in tokenizer unavailable: {e}")
+
+
+def _sentences(tok, text):
+    ids = tok.encode(text, add_special_tokens=False)
+    starts = unit_starts(torch.arange(len(ids))[None], torch.tensor([ids]), BoundaryTable(tok))[0].tolist()
+    out, cur = [], []
+    for i, s in zip(ids, starts):
+        if s and cur:
+            out.append(tok.decode(cur).strip())
+            cur = []
+        cur.append(i)
+    out.append(tok.decode(cur).strip())
+    return out
+
+
+def test_numbers_versions_abbreviations_and_initials_do_not_end_a_sentence():
+    tok = _builtin_tok()
+    text = ("The kernel is version 4.19.0 on this host. It runs 1.5 times faster than X.680 parsers. "
+            "Dr. Smith met J. R. R. Tolkien, e.g. at 3 p.m. in the U.S. office. Any file named Override.xml "
+            "takes precedence.\n\nA new paragraph starts here! Does it? Yes.\n"
+            "The end (really.) \"Quoted.\" Done")
+    assert _sentences(tok, text) == [
+        "The kernel is version 4.19.0 on this host.",
+        "It runs 1.5 times faster than X.680 parsers.",
+        "Dr. Smith met J. R. R. Tolkien, e.g. at 3 p.m. in the U.S. office.",
+        "Any file named Override.xml takes precedence.",
+        "A new paragraph starts here!",
+        "Does it?",
+        "Yes.",
+        "The end (really.)",
+        "\"Quoted.\"",
+        "Done",
+    ]
+
+
+def test_a_blank_line_ends_a_paragraph_without_a_period_and_a_wrapped_line_does_not():
+    tok = _builtin_tok()
+    assert _sentences(tok, "Chapter One\n\nIt was late\nand dark. Then") == ["Chapter One", "It was late\nand dark.",
+                                                                           "Then"]
