@@ -250,10 +250,10 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             if sources:
                 engine.set_catalyst(cat_ids, cat_focus)
             for r in meta_in.get("sources", []):
-                units = {k: r[k] for k in ("pages", "chapters") if k in r}
+                units = {k: r[k] for k in ("pages", "chapters", "lines") if k in r}
                 records.append(SourceRecord(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"),
                                             sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
-                                            stopped_at=r.get("stopped_at")))
+                                            stopped_at=r.get("stopped_at"), read=list(r.get("read") or [])))
         else:
             cfg = pot_config(o)
             engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, catalyst_focus=cat_focus,

@@ -768,3 +768,57 @@ def test_pdf_pages_of_replacement_characters_are_skipped_with_a_warning(tmp_path
     assert [x.text for x in read_all(src)] == ["Good page one.", "Good page three."]
     assert any("page 2 skipped" in w and "unreadable" in w for w in src.warnings)
     assert is_garbage("\ufffd" * 10 + "abc") and not is_garbage("Plain text with one \ufffd in it.")
+
+
+class _CharTok:
+    """One token per character (ids = code points): enough to follow pieces through token_stream."""
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(i) for i in ids)
+
+
+class _StubEngine:
+    def __init__(self):
+        self.tokens_read, self.where, self.pending, self._fed, self.fed = 0, "", [], 0, []
+
+    def feed(self, ids, where=""):
+        self.fed.append((ids, where))
+        self.tokens_read += len(ids)
+        self.where = where
+
+    def finish(self):
+        pass
+
+
+def test_text_provenance_carries_real_line_numbers(tmp_path):
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    p = tmp_path / "story.txt"
+    p.write_text("".join(f"L{i:04d} the story goes on and on for a while.\n" for i in range(1, 401)))
+    eng, rec = _StubEngine(), SourceRecord(path=str(p), format="text")
+    read_source(eng, _CharTok(), open_source(str(p)), rec)
+    wheres = [w for _, w in eng.fed]
+    assert len(set(wheres)) > 5 and wheres[0] == "line 1"  # was "line 1" for every piece
+    for ids, where in eng.fed:
+        n = int(where.split()[-1])
+        assert _CharTok().decode(ids).lstrip("\n").startswith(f"L{n:04d}")
+    assert rec.units == {"lines": 400} and rec.as_json()["read"] == ["lines 1-400"]
+
+
+def test_json_sources_list_the_pages_and_chapters_read(tmp_path):
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    pdf = tmp_path / "m.pdf"
+    pdf.write_bytes(make_pdf([["Cover."], ["Setup text."], ["More setup."]], labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)],
+                             outline=[("Setup", 1, None)]))
+    eng, rec = _StubEngine(), SourceRecord(path=str(pdf), format="pdf")
+    read_source(eng, _CharTok(), open_source(str(pdf)), rec)
+    assert rec.as_json()["read"] == ["p. i", "p. 1 · Setup", "p. 2 · Setup"]
+    book = tmp_path / "b.epub"
+    book.write_bytes(make_epub([("a.xhtml", "<p>Alpha.</p>", "Part A"), ("b.xhtml", "<p>Beta.</p>", "Part B")]))
+    eng, rec = _StubEngine(), SourceRecord(path=str(book), format="epub")
+    read_source(eng, _CharTok(), open_source(str(book)), rec)
+    assert rec.as_json()["read"] == ["ch. 1 · Part A", "ch. 2 · Part B"] and rec.as_json()["chapters"] == 2

@@ -133,6 +133,7 @@ class TextSource(Source):
         newlines = io.IncrementalNewlineDecoder(None, translate=True)
         buf = newlines.decode(head_text)
         line = 1
+        ended_nl = False
         yielded = False
         try:
             while True:
@@ -150,6 +151,7 @@ class TextSource(Source):
                     body = piece.lstrip("\n")
                     start = line + (len(piece) - len(body))
                     line += piece.count("\n")
+                    ended_nl = piece.endswith("\n")
                     text = clean_plain_text(body).rstrip()
                     if text.strip():
                         yielded = True
@@ -160,6 +162,7 @@ class TextSource(Source):
             self.close()
         self.size_bytes = total
         self._hash = hasher.hexdigest()
+        self.units = {"lines": line - 1 if ended_nl else line}
         if not yielded:
             raise InputError(f"{self.name} is empty (only whitespace)")
 
