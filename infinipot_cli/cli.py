@@ -287,7 +287,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
                 rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
                 records.append(rec)
                 display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
-                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip)
+                progress = _progress_tracker(opened, i)
+                display.set_total(None, progress_fn=progress.fraction)  # the ETA, from how far into the sources
+                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip, progress=progress.update)
                 for w in getattr(src, "warnings", []):
                     warn(f"{src.name}: {w}")
         except KeyboardInterrupt:
@@ -337,6 +339,27 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options) 
             out["pot_file"] = o.save_pot
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+class _Progress:
+    """How far reading has got through all the sources (by their sizes when all are known, else by count)."""
+
+    def __init__(self, before: float, weight: float):
+        self.before, self.weight, self.f = before, weight, None
+
+    def update(self, f: float) -> None:
+        self.f = f
+
+    def fraction(self) -> float | None:
+        return None if self.f is None else self.before + self.weight * self.f
+
+
+def _progress_tracker(opened, i: int) -> _Progress:
+    sizes = [s.size_bytes for s in opened]
+    if all(sizes) and len(sizes) > 1:
+        total = float(sum(sizes))
+        return _Progress(sum(sizes[:i]) / total, sizes[i] / total)
+    return _Progress(i / len(opened), 1 / len(opened))
 
 
 def _window(model) -> int:

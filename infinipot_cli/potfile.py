@@ -650,7 +650,8 @@ def render_inspect(info: dict, console) -> None:
         ("method", f"{cfg.get('method')}  pot {cfg.get('size')} · keep {cfg.get('keep')} · "
                    f"NuC ratio {cfg.get('alpha')} · chunk {cfg.get('chunk')}"),
         ("catalyst", f"{cat.get('kind')}" + (f": {escape(str(cat.get('text')))}" if cat.get("text") else "")),
-        ("read", f"{info['tokens_read']:,} tokens in {info.get('cycles', 0)} distillation cycles"
+        ("read", f"{info['tokens_read']:,} tokens in {info.get('cycles', 0)} distillation "
+                 f"cycle{'' if info.get('cycles', 0) == 1 else 's'}"
                  + (f" (+{info['pending']} pending)" if info.get("pending") else "")
                  + (f", up to {escape(info['where'])}" if info.get("where") else "")),
         ("holds", f"{info['entries']} entries per head ({info['n_pinned']} pinned) · {info['layers']} layers × "

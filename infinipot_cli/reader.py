@@ -65,11 +65,13 @@ def _line_pieces(text: str, first_line: int, limit: int = LINE_PIECE_CHARS) -> I
         yield text, line
 
 
-def token_stream(tokenizer, passages, label: str = "", seen: list | None = None) -> Iterator[tuple[list[int], str]]:
+def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
+                 progress=None) -> Iterator[tuple[list[int], str]]:
     """(token ids, where) pieces of a stream of Passages; passages are separated by a blank line.
 
     A passage labelled "line N" (text) is cut at line ends and every piece is labelled with its own first line,
-    so provenance says where in the file a kept passage came from. `seen` collects each passage's label once.
+    so provenance says where in the file a kept passage came from. `seen` collects each passage's label once;
+    `progress(fraction)` is told how much of the source the next piece reaches (when the source knows).
     """
     first = True
     for p in passages:
@@ -84,7 +86,11 @@ def token_stream(tokenizer, passages, label: str = "", seen: list | None = None)
             pieces = _line_pieces(p.text, int(m.group(1)))
         else:
             pieces = ((piece, None) for piece in _pieces(p.text))
+        done = 0
         for n, (piece, line) in enumerate(pieces):
+            done += len(piece)
+            if progress is not None and p.at is not None:
+                progress(min(1.0, p.at + p.share * done / max(1, len(p.text))))
             where = p.where if line is None else f"line {line}"
             where = f"{label} · {where}" if label and where else (where or label)
             ids = tokenizer.encode((prefix if n == 0 else "") + piece, add_special_tokens=False)
@@ -107,7 +113,7 @@ def _read_labels(labels: list[str], upto: str | None) -> list[str]:
 
 
 def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: str = "",
-                skip_tokens: int = 0) -> None:
+                skip_tokens: int = 0, progress=None) -> None:
     """Feed one source into the engine, skipping its first `skip_tokens` tokens (resume).
 
     On KeyboardInterrupt the tokens fed but not yet forwarded are dropped, `record.stopped_at` says how
@@ -117,7 +123,7 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     seen = 0
     labels: list[str] = []
     try:
-        for ids, where in token_stream(tokenizer, source.passages(), label, labels):
+        for ids, where in token_stream(tokenizer, source.passages(), label, labels, progress):
             if seen + len(ids) <= skip_tokens:
                 seen += len(ids)
                 continue

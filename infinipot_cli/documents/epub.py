@@ -196,7 +196,7 @@ class EpubSource(Source):
         number = 0
         unreadable = 0
         self.units = {"chapters": 0}
-        for item, title in chapters:
+        for k, (item, title) in enumerate(chapters):
             content = item.content or b""
             if isinstance(content, str):
                 content = content.encode("utf-8")
@@ -217,8 +217,9 @@ class EpubSource(Source):
             number += 1
             self.units["chapters"] = number
             where = f"ch. {number}" + (f" · {title}" if title else "")
-            for piece in split_text("\n".join(b.text for b in blocks)):
-                yield Passage(piece, where)
+            pieces = split_text("\n".join(b.text for b in blocks))
+            for j, piece in enumerate(pieces):
+                yield Passage(piece, where, (k + j / len(pieces)) / len(chapters), 1 / (len(chapters) * len(pieces)))
         if unreadable:
             self.warnings.append(f"{unreadable} chapter{'s' if unreadable > 1 else ''} could not be read (encrypted/DRM?)")
         if not number:

@@ -248,7 +248,8 @@ class HtmlSource(Source):
 
     def _passages(self) -> Iterator[Passage]:
         sections, self._sections = self._sections, []
-        for title, text in sections:
+        for k, (title, text) in enumerate(sections):
             where = f"§ {short_title(title)}" if title else ""
-            for piece in split_text(text):
-                yield Passage(piece, where)
+            pieces = split_text(text)
+            for j, piece in enumerate(pieces):
+                yield Passage(piece, where, (k + j / len(pieces)) / len(sections), 1 / (len(sections) * len(pieces)))

@@ -198,9 +198,11 @@ class PdfSource(Source):
                 if is_garbage(text):
                     garbage.append(label)
                     continue
-                for piece in split_text(text):
+                pieces = split_text(text)
+                n = len(self._labels)
+                for j, piece in enumerate(pieces):
                     yielded = True
-                    yield Passage(piece, where)
+                    yield Passage(piece, where, (i + j / len(pieces)) / n, 1 / (n * len(pieces)))
         finally:
             self.close()
         if broken:

@@ -133,6 +133,7 @@ class TextSource(Source):
         newlines = io.IncrementalNewlineDecoder(None, translate=True)
         buf = newlines.decode(head_text)
         line = 1
+        done = 0  # bytes of the pieces passed on so far
         ended_nl = False
         yielded = False
         try:
@@ -153,9 +154,12 @@ class TextSource(Source):
                     line += piece.count("\n")
                     ended_nl = piece.endswith("\n")
                     text = clean_plain_text(body).rstrip()
+                    size = len(piece.encode("utf-8", "replace"))  # ~ the bytes it came from
+                    at, share = (done / self.size_bytes, size / self.size_bytes) if self.size_bytes else (None, 0.0)
+                    done += size
                     if text.strip():
                         yielded = True
-                        yield Passage(text, f"line {start}")
+                        yield Passage(text, f"line {start}", at, share)
                 if not data:
                     break
         finally:
