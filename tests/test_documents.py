@@ -822,3 +822,32 @@ def test_json_sources_list_the_pages_and_chapters_read(tmp_path):
     eng, rec = _StubEngine(), SourceRecord(path=str(book), format="epub")
     read_source(eng, _CharTok(), open_source(str(book)), rec)
     assert rec.as_json()["read"] == ["ch. 1 · Part A", "ch. 2 · Part B"] and rec.as_json()["chapters"] == 2
+
+
+def test_pdf_running_headers_page_numbers_and_dot_leaders_are_stripped(tmp_path):
+    pages = [["TW-40 User Manual", "Contents", "1 Setup ........ 2", "2 Calibration . . . . . 3", "Page 1 of 5"]]
+    words = {2: "Unpack the station", 3: "Calibrate the barometer", 4: "Clean the funnel", 5: "Warranty terms"}
+    pages += [["TW-40 User Manual", f"{words[i]}: chapter {i}.", f"Page {i} of 5"] for i in range(2, 6)]
+    p = tmp_path / "manual.pdf"
+    p.write_bytes(make_pdf(pages))
+    text = "\n".join(x.text for x in read_all(open_source(str(p))))
+    assert "TW-40 User Manual" not in text and "Page " not in text and "...." not in text and ". . ." not in text
+    for i in range(2, 6):
+        assert f"{words[i]}: chapter {i}." in text
+    assert "Contents" in text
+    two = tmp_path / "two.pdf"  # too few pages to call anything furniture
+    two.write_bytes(make_pdf([["Same header", "Text one."], ["Same header", "Text two."]]))
+    assert "Same header" in "\n".join(x.text for x in read_all(open_source(str(two))))
+
+
+def test_epub_navigation_blocks_and_copyright_footers_are_stripped(tmp_path):
+    nav = "<div><p>Navigation</p><p>index</p><p>next |</p><p>previous |</p></div>"
+    foot = "<p>© Copyright 2001-2024, Example Foundation.</p>"
+    chapters = [(f"c{i}.xhtml", f"{nav}<h1>Part {i}</h1><p>Body of part {i} with facts.</p>{foot}", f"Part {i}")
+                for i in range(1, 5)]
+    p = tmp_path / "sphinx.epub"
+    p.write_bytes(make_epub(chapters))
+    passages = read_all(open_source(str(p)))
+    text = "\n".join(x.text for x in passages)
+    assert "Navigation" not in text and "next |" not in text and "©" not in text
+    assert [x.text for x in passages][0] == "Part 1\nBody of part 1 with facts."

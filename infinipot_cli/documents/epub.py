@@ -14,6 +14,7 @@ from ebooklib import epub
 
 from infinipot_cli.errors import InputError
 
+from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
 from .html import decode_html, html_to_blocks, parse_html, short_title
 from .text import looks_binary
@@ -193,21 +194,35 @@ class EpubSource(Source):
 
     def _passages(self) -> Iterator[Passage]:
         chapters, self._chapters = self._chapters, []
-        number = 0
-        unreadable = 0
         self.units = {"chapters": 0}
+        count = {"unreadable": 0}
+        for (k, where), text, _ in strip_furniture(self._chapter_texts(chapters, count), edge=8):
+            pieces = split_text(text)
+            for j, piece in enumerate(pieces):
+                yield Passage(piece, where, (k + j / len(pieces)) / len(chapters), 1 / (len(chapters) * len(pieces)))
+        unreadable, number = count["unreadable"], self.units["chapters"]
+        if unreadable:
+            self.warnings.append(f"{unreadable} chapter{'s' if unreadable > 1 else ''} could not be read (encrypted/DRM?)")
+        if not number:
+            hint = " (DRM-protected?)" if unreadable else ""
+            raise InputError(f"{self.name}: no readable text in this EPUB{hint}")
+
+    def _chapter_texts(self, chapters, count: dict) -> Iterator[tuple[tuple[int, str], str]]:
+        """((spine index, label), text) per readable chapter; navigation blocks and footers that repeat from
+        chapter to chapter are stripped afterwards (strip_furniture)."""
+        number = 0
         for k, (item, title) in enumerate(chapters):
             content = item.content or b""
             if isinstance(content, str):
                 content = content.encode("utf-8")
             if looks_binary(content[:4096]):
-                unreadable += 1
+                count["unreadable"] += 1
                 continue
             try:
                 soup = parse_html(decode_html(content))
                 blocks = html_to_blocks(soup, web=False)
             except Exception:
-                unreadable += 1
+                count["unreadable"] += 1
                 continue
             if not blocks:
                 continue
@@ -217,11 +232,4 @@ class EpubSource(Source):
             number += 1
             self.units["chapters"] = number
             where = f"ch. {number}" + (f" · {title}" if title else "")
-            pieces = split_text("\n".join(b.text for b in blocks))
-            for j, piece in enumerate(pieces):
-                yield Passage(piece, where, (k + j / len(pieces)) / len(chapters), 1 / (len(chapters) * len(pieces)))
-        if unreadable:
-            self.warnings.append(f"{unreadable} chapter{'s' if unreadable > 1 else ''} could not be read (encrypted/DRM?)")
-        if not number:
-            hint = " (DRM-protected?)" if unreadable else ""
-            raise InputError(f"{self.name}: no readable text in this EPUB{hint}")
+            yield (k, where), "\n".join(b.text for b in blocks)

@@ -32,7 +32,7 @@ DROP_WEB = frozenset("header footer aside form dialog menu".split())
 BOILERPLATE_ROLES = frozenset("navigation banner contentinfo complementary search menu menubar dialog alert".split())
 BOILERPLATE_WORDS = frozenset(
     "cookie cookies consent gdpr banner sidebar menu menubar footer nav navbar navigation breadcrumb breadcrumbs "
-    "advert advertisement skiplink".split()
+    "advert advertisement skiplink helpbox toolbar pagination pager social sharing feedback".split()
 )
 # Elements never dropped for their class/id (a <body class="nav-open"> must not take the page with it).
 _PROTECTED = frozenset("html body main article".split())

@@ -14,6 +14,7 @@ from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from infinipot_cli.errors import InputError
 
+from .boilerplate import strip_furniture
 from .base import Passage, Source, clean_extracted_text, display_name, short_reason, split_text
 from .html import short_title
 
@@ -178,7 +179,9 @@ class PdfSource(Source):
         broken: list[str] = []
         garbage: list[str] = []
         yielded = False
-        try:
+        n = len(self._labels)
+
+        def pages() -> Iterator[tuple[tuple[int, str], str]]:
             for i, label in enumerate(self._labels):
                 where = f"p. {label}" + (f" · {self._titles[i]}" if self._titles[i] else "")
                 try:
@@ -198,8 +201,12 @@ class PdfSource(Source):
                 if is_garbage(text):
                     garbage.append(label)
                     continue
+                yield (i, where), text
+
+        try:
+            # running headers / footers / page numbers / dot leaders out (documents/boilerplate.py)
+            for (i, where), text, _ in strip_furniture(pages(), edge=3):
                 pieces = split_text(text)
-                n = len(self._labels)
                 for j, piece in enumerate(pieces):
                     yielded = True
                     yield Passage(piece, where, (i + j / len(pieces)) / n, 1 / (n * len(pieces)))
