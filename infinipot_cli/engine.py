@@ -372,9 +372,9 @@ class Engine:
         """Append the final prompt to the pot and generate greedily.
 
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
-        prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
-        (`focus` given), it also runs whenever the pot holds more than `final_keep` entries, down to
-        `final_keep` (and when it must run anyway, it keeps no more than that). With `reencode` and a
+        prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set, a question
+        (`focus` given) and a pot distilled at least once while reading, it also runs whenever the pot holds more
+        than `final_keep` entries, down to `final_keep` (and when it must run anyway, it keeps no more than that). With `reencode` and a
         question, the answer is generated over a fresh prefill of the tokens the pot holds (`_reencoded`). The
         pot is otherwise left as it was before the prompt (the prompt and the answer are cropped away
         afterwards, or were never added to it), so the same pot can answer again.
@@ -390,8 +390,10 @@ class Engine:
                 raise UsageError(
                     f"the pot ({cfg.size}) cannot hold the prompt ({F} tokens) and the answer budget "
                     f"({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-            # final_keep: only for a question (a summary wants breadth) and a policy that scores with the prompt
-            narrow = cfg.final_keep if focus is not None and pol.catalyst == "prompt" else 0
+            # final_keep: only for a question (a summary wants breadth), a policy that scores with the prompt,
+            # and a pot that was distilled while reading: a document that fits the pot whole is answered from all
+            # of it (measured, issue 22: narrowing such pots lost answers the whole text gave)
+            narrow = cfg.final_keep if focus is not None and pol.catalyst == "prompt" and self.cycles > 0 else 0
             target = None
             if len(pot) > limit:  # the paper's last distillation: too full for the prompt and the answer
                 target = min(cfg.keep, narrow or cfg.keep, limit)
