@@ -199,8 +199,10 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
     if sources.count("-") > 1:
         raise UsageError("stdin ('-') can be read only once")
-    if o.save_pot and o.load_pot is None and os.path.isdir(o.save_pot):
-        raise UsageError(f"--save-pot {o.save_pot} is a directory")
+    if o.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
+        from .potfile import check_save_target
+
+        check_save_target(o.save_pot)
 
     # Open every source and check a pot file before loading the model: bad input fails fast.
     opened = [open_source(p, o.format) for p in sources]
@@ -247,10 +249,10 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             if sources:
                 engine.set_catalyst(cat_ids, cat_focus)
             for r in meta_in.get("sources", []):
-                units = {k: r[k] for k in ("pages", "chapters") if k in r}
+                units = {k: r[k] for k in ("pages", "chapters", "lines") if k in r}
                 records.append(SourceRecord(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"),
                                             sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
-                                            stopped_at=r.get("stopped_at")))
+                                            stopped_at=r.get("stopped_at"), read=list(r.get("read") or [])))
         else:
             cfg = pot_config(o)
             engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, catalyst_focus=cat_focus,
@@ -286,7 +288,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
                 rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
                 records.append(rec)
                 display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
-                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip)
+                progress = _progress_tracker(opened, i)
+                display.set_total(None, progress_fn=progress.fraction)  # the ETA, from how far into the sources
+                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip, progress=progress.update)
                 for w in getattr(src, "warnings", []):
                     warn(f"{src.name}: {w}")
         except KeyboardInterrupt:
@@ -345,6 +349,27 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             out["pot_file"] = o.save_pot
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+class _Progress:
+    """How far reading has got through all the sources (by their sizes when all are known, else by count)."""
+
+    def __init__(self, before: float, weight: float):
+        self.before, self.weight, self.f = before, weight, None
+
+    def update(self, f: float) -> None:
+        self.f = f
+
+    def fraction(self) -> float | None:
+        return None if self.f is None else self.before + self.weight * self.f
+
+
+def _progress_tracker(opened, i: int) -> _Progress:
+    sizes = [s.size_bytes for s in opened]
+    if all(sizes) and len(sizes) > 1:
+        total = float(sum(sizes))
+        return _Progress(sum(sizes[:i]) / total, sizes[i] / total)
+    return _Progress(i / len(opened), 1 / len(opened))
 
 
 def _window(model) -> int:

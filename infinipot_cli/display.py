@@ -164,6 +164,7 @@ class Display:
         self.answer_tokens = 0
         self._answer_t0: float | None = None
         self.answer_s: float | None = None
+        self._read_cycles: int | None = None  # cycles when answering began (None: not answering yet)
         self._entered = False
 
     def _reset_reading(self) -> None:
@@ -282,6 +283,7 @@ class Display:
         elif kind == "token":
             self.answer_tokens += 1
         elif kind == "answer":
+            self._read_cycles = ev.cycles  # the reading's cycles: a final narrowing before the answer is not one
             self.phase = "answering"
             self.answer_tokens = 0
             self._answer_t0 = ev.elapsed_s
@@ -373,7 +375,7 @@ class Display:
             "phase": self.phase,
             "tokens_read": self._tokens,
             "total_tokens": self.total,
-            "cycles": ev.cycles if ev else 0,
+            "cycles": self.cycles(),
             "entries": ev.entries if ev else 0,
             "pinned": ev.pinned if ev else 0,
             "distilled": ev.distilled if ev else 0,
@@ -393,16 +395,21 @@ class Display:
     def _label(self) -> str:
         return f"{self.source}: " if self.source else ""
 
+    def cycles(self) -> int:
+        """Distillation cycles of the reading (one number for the progress line and the final line)."""
+        if self._read_cycles is not None:
+            return self._read_cycles
+        return self._ev.cycles if self._ev else 0
+
     def _read_part(self) -> str:
-        ev = self._ev
-        cycles = ev.cycles if ev else 0
+        cycles = self.cycles()
         return f"read {fmt_int(self._tokens)} tokens, {cycles} CCD cycle{'s' if cycles != 1 else ''}"
 
     def summary_line(self) -> str:
         s = self.summary()
         parts = []
         if s["reading_s"] is not None:
-            rate = f" ({fmt_rate(s['tokens_per_s'])})" if s["tokens_per_s"] else ""
+            rate = f" ({fmt_rate(s['tokens_per_s'])})" if s["tokens_per_s"] and s["reading_s"] > 0 else ""
             parts.append(f"read {fmt_int(s['tokens_read'])} tokens in {fmt_dur(s['reading_s'])}{rate}")
             parts.append(f"{s['cycles']} CCD cycle{'s' if s['cycles'] != 1 else ''}")
         if s["size"]:
@@ -430,8 +437,10 @@ class Display:
         if self.total:
             tok += f"/{fmt_int(self.total)}"
         parts.append(f"{tok} tokens")
-        parts.append(f"{ev.cycles if ev else 0} cycles")
-        parts.append(fmt_rate(self.speed()))
+        cycles = self.cycles()
+        parts.append(f"{cycles} cycle{'s' if cycles != 1 else ''}")
+        if self.speed() is not None:  # nothing until a speed is known (no "? tok/s")
+            parts.append(fmt_rate(self.speed()))
         eta = self.eta()
         if eta is not None:
             parts.append(f"ETA {fmt_dur(eta)}")
@@ -547,13 +556,15 @@ class Display:
         f = self.fraction()
         if f is not None:
             read.append(f"  {100 * f:.0f}%", style="bold")
-        read.append(f"  · {fmt_rate(self.speed())}")
+        if self.speed() is not None:
+            read.append(f"  · {fmt_rate(self.speed())}")
         eta = self.eta()
         if eta is not None:
             read.append(f"  · ETA {fmt_dur(eta)}")
         read.append(f"  · {fmt_dur(self.elapsed())}", style="dim")
         grid.add_row("read", read)
-        grid.add_row("CCD", Text(f"{ev.cycles} cycle{'s' if ev.cycles != 1 else ''}  · KV {fmt_mb(ev.kv_bytes)}"))
+        cycles = self.cycles()
+        grid.add_row("CCD", Text(f"{cycles} cycle{'s' if cycles != 1 else ''}  · KV {fmt_mb(ev.kv_bytes)}"))
 
         # memory strip
         strip_w = max(10, min(STRIP_WIDTH, width - 12))

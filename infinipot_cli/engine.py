@@ -23,6 +23,7 @@ import torch
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
 from .decode import AnswerCache, generate
 from .errors import UsageError
+from .interrupts import deferred_interrupt
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
@@ -204,36 +205,45 @@ class Engine:
         if not inp:
             return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
-        t0 = time.perf_counter()
-        x = torch.tensor([inp], device=self.device)
-        focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
-        with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
-            out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
-        hidden = out.last_hidden_state[0]  # (T, d)
-        self.timings.forward += time.perf_counter() - t0 - capt.seconds
-        self.timings.cap += capt.seconds
-        self.pot.note_peak()
-        if n:
-            t1 = time.perf_counter()
-            ids_t = torch.tensor(ids, device=self.device)
-            if pol.needs_nuc and not pinned:
-                nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
-            else:
-                nov = torch.zeros(n)
-            self.timings.nuc += time.perf_counter() - t1
-            if pinned:
-                src = -1 - torch.arange(n)
-            else:
-                src = torch.arange(self.tokens_read, self.tokens_read + n)
-            self.pot.append_meta(src, ids_t, nov)
-            self.prev_hidden = hidden[n - 1].clone()
-            if not pinned:
-                self.tokens_read += n
-                self.where = where_at(self.provenance, self.tokens_read - 1)
-        if pol.needs_acc and capt.scores:
-            S = len(self.pot)
-            self.pot.acc += torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])
-        self.pot.crop(base_len + n)
+        try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
+            t0 = time.perf_counter()
+            x = torch.tensor([inp], device=self.device)
+            focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
+            with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
+                out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
+            hidden = out.last_hidden_state[0]  # (T, d)
+            self.timings.forward += time.perf_counter() - t0 - capt.seconds
+            self.timings.cap += capt.seconds
+            self.pot.note_peak()
+            if n:
+                t1 = time.perf_counter()
+                ids_t = torch.tensor(ids, device=self.device)
+                if pol.needs_nuc and not pinned:
+                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
+                else:
+                    nov = torch.zeros(n)
+                self.timings.nuc += time.perf_counter() - t1
+                src = -1 - torch.arange(n) if pinned else torch.arange(self.tokens_read, self.tokens_read + n)
+                last = hidden[n - 1].clone()
+            acc = None
+            if pol.needs_acc and capt.scores:
+                S = base_len + n
+                acc = torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])  # (L, H, S)
+        except BaseException:
+            self.pot.crop(base_len)
+            if ids and not pinned:
+                self.pending = list(ids) + self.pending  # not read: back to the front of the queue
+            raise
+        with deferred_interrupt():  # commit: metadata, counters and cache length change together
+            if n:
+                self.pot.append_meta(src, ids_t, nov)
+                self.prev_hidden = last
+                if not pinned:
+                    self.tokens_read += n
+                    self.where = where_at(self.provenance, self.tokens_read - 1)
+            if acc is not None:
+                self.pot.acc = self.pot.acc + acc
+            self.pot.crop(base_len + n)
         if not pinned and n:
             self._emit("read")
         return hidden, capt
@@ -265,9 +275,10 @@ class Engine:
         idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
-        pot.keep(idx, rerotate=pol.rerotate)
+        with deferred_interrupt():  # the distilled pot and the cycle count change together
+            pot.keep(idx, rerotate=pol.rerotate)
+            self.cycles += 1
         self.timings.rerotate += time.perf_counter() - t1
-        self.cycles += 1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
 
     # ---- answering ------------------------------------------------------------------------------
@@ -322,7 +333,9 @@ class Engine:
         if limit <= pot.n_pinned + 16:
             raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
                              f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
-        narrow = cfg.final_keep if question else 0
+        # a document that fits the pot whole (never distilled while reading) is answered from all of it:
+        # narrowing such pots lost answers the whole text gave (docs/results/needle.md)
+        narrow = cfg.final_keep if question and self.cycles > 0 else 0
         target = None
         if len(pot) > limit:
             target = min(cfg.keep, narrow or cfg.keep, limit)
@@ -358,8 +371,10 @@ class Engine:
     def state(self) -> tuple[dict[str, torch.Tensor], dict]:
         """Everything needed to resume this reader: tensors (CPU) and JSON-able facts. potfile.py stores them."""
         pot = self.pot
-        if pot.cache_len() != len(pot):
-            raise RuntimeError(f"inconsistent pot: the cache holds {pot.cache_len()} entries, the metadata {len(pot)}")
+        lengths = pot.layer_lengths() if pot.cache_len() else []
+        if pot.cache_len() != len(pot) or any(n != len(pot) for n in lengths):
+            raise RuntimeError(f"inconsistent pot: the cache holds {max(lengths, default=0)} entries, the metadata "
+                               f"{len(pot)}")
         tensors: dict[str, torch.Tensor] = {}
         for i, layer in enumerate(pot.cache.layers if pot.cache_len() else []):
             tensors[f"layers.{i}.keys"] = layer.keys.detach().cpu().contiguous()      # (1, H_kv, S, D)

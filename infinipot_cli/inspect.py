@@ -85,6 +85,7 @@ def inspect_pot(path: str | os.PathLike, tokenizer=None, bins: int = 60, top: in
         "model": meta.get("model"),
         "fingerprint": meta["fingerprint"],
         "dtype": meta.get("dtype"),
+        "kv_dtype": meta.get("kv_dtype", meta.get("dtype")),
         "config": cfg,
         "catalyst": meta.get("catalyst"),
         "layers": L,
@@ -141,11 +142,15 @@ def render_inspect(info: dict, console) -> None:
         ("method", f"{cfg.get('method')}  pot {cfg.get('size')} · keep {cfg.get('keep')} · "
                    f"NuC ratio {cfg.get('alpha')} · chunk {cfg.get('chunk')}"),
         ("catalyst", f"{cat.get('kind')}" + (f": {escape(str(cat.get('text')))}" if cat.get("text") else "")),
-        ("read", f"{info['tokens_read']:,} tokens in {info.get('cycles', 0)} distillation cycles"
+        ("read", f"{info['tokens_read']:,} tokens in {info.get('cycles', 0)} distillation "
+                 f"cycle{'' if info.get('cycles', 0) == 1 else 's'}"
                  + (f" (+{info['pending']} pending)" if info.get("pending") else "")
                  + (f", up to {escape(info['where'])}" if info.get("where") else "")),
         ("holds", f"{info['entries']} entries per head ({info['n_pinned']} pinned) · {info['layers']} layers × "
                   f"{info['kv_heads']} KV heads · KV {_human_bytes(info.get('kv_bytes'))}"),
+        ("on disk", f"{_human_bytes(info.get('file_bytes'))} ({info.get('file_bytes') or 0:,} bytes; KV stored as "
+                    f"{info.get('kv_dtype')}"
+                    + (f", {info['file_bytes'] // info['entries']:,} bytes per entry)" if info.get("entries") else ")")),
         ("remembers", f"{info['remembered']['tokens']:,} document tokens "
                       f"({info['remembered']['share']:.1%}) in {info['remembered']['spans']} spans"),
     ]

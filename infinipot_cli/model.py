@@ -8,6 +8,8 @@ there afterwards (~3 s). Nothing is ever downloaded: Hugging Face ids resolve of
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -59,6 +61,26 @@ def builtin_gguf_path() -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _no_gguf_progress_bar():
+    """transformers draws a tqdm bar ("Converting and de-quantizing GGUF tensors") straight to stderr during
+    the conversion, past -q and past the live display: silence it (the CLI prints its own one-line notice)."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        yield
+        return
+    real = getattr(gguf_utils, "tqdm", None)
+    if real is None:
+        yield
+        return
+    gguf_utils.tqdm = functools.partial(real, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = real
+
+
 def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
     """Convert the GGUF checkpoint into a safetensors folder, atomically (temp folder + rename).
     `meta` goes into the folder's infinipot.json beside the format (where it came from, for `infinipot models`)."""
@@ -68,7 +90,7 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=out.parent))
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_gguf_progress_bar():
             warnings.simplefilter("ignore")
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)

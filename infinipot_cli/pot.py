@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from .interrupts import deferred_interrupt
 from .rope import Rerotator
 
 
@@ -73,17 +74,30 @@ class MemoryPot:
     def append_meta(self, src: torch.Tensor, tok: torch.Tensor, nov: torch.Tensor) -> None:
         """Record T new entries (already written to the cache by a forward): src/tok/nov are (T,)."""
         lh = (self.num_layers, self.num_kv_heads, -1)
-        self.src = torch.cat([self.src, src.cpu().long().view(1, 1, -1).expand(lh)], -1)
-        self.tok = torch.cat([self.tok, tok.cpu().long().view(1, 1, -1).expand(lh)], -1)
-        self.nov = torch.cat([self.nov, nov.cpu().float().view(1, 1, -1).expand(lh)], -1)
-        self.acc = torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0])], -1)
+        new = (torch.cat([self.src, src.cpu().long().view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.tok, tok.cpu().long().view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.nov, nov.cpu().float().view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0])], -1))
+        with deferred_interrupt():  # all four or none
+            self.src, self.tok, self.nov, self.acc = new
 
     def crop(self, length: int) -> None:
-        """Drop cache entries past `length` (the catalyst / final prompt after it was used)."""
-        if self.cache_len() > length:
-            for layer in self.cache.layers:
-                layer.keys = layer.keys[..., :length, :]
-                layer.values = layer.values[..., :length, :]
+        """Drop cache entries past `length` in every layer (the catalyst / final prompt after it was used, or
+        what an interrupted forward wrote to some layers only)."""
+        for layer in self.cache.layers:
+            keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+            if keys is not None and keys.dim() >= 2 and keys.shape[-2] > length:
+                layer.keys = keys[..., :length, :]
+            if values is not None and values.dim() >= 2 and values.shape[-2] > length:
+                layer.values = values[..., :length, :]
+
+    def layer_lengths(self) -> list[int]:
+        """Entries held by each cache layer (0 for a layer not written yet); all equal len(self) when consistent."""
+        out = []
+        for layer in self.cache.layers:
+            keys = getattr(layer, "keys", None)
+            out.append(int(keys.shape[-2]) if keys is not None and keys.dim() >= 2 else 0)
+        return out
 
     # ---- one answer's changes ----------------------------------------------------------------------
     def snapshot(self) -> tuple:
@@ -93,9 +107,11 @@ class MemoryPot:
         return kv, (self.src, self.tok, self.nov, self.acc.clone()), self.n_distilled
 
     def restore(self, snap: tuple) -> None:
-        kv, (self.src, self.tok, self.nov, self.acc), self.n_distilled = snap
-        for layer, (k, v) in zip(self.cache.layers, kv):
-            layer.keys, layer.values = k, v
+        kv, meta, n_distilled = snap
+        with deferred_interrupt():
+            (self.src, self.tok, self.nov, self.acc), self.n_distilled = meta, n_distilled
+            for layer, (k, v) in zip(self.cache.layers, kv):
+                layer.keys, layer.values = k, v
 
     # ---- distillation ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -103,11 +119,14 @@ class MemoryPot:
         """Keep entries idx (L, H_kv, K) — sorted ascending per head — and apply CR-RoPE.
 
         Kept keys are re-rotated from their old positions (their old indices) to 0..K-1 (`rerotate=False`: left
-        where they were, for the `plain` speed reference only).
+        where they were, for the `plain` speed reference only). Every new tensor is
+        computed first and then all are assigned at once, so an interrupt leaves the pot as it was or distilled,
+        never half of each.
         """
         L, H, K = idx.shape
         assert L == self.num_layers and H == self.num_kv_heads
         new_pos = torch.arange(K).view(1, K).expand(H, K)
+        kv = []
         for li, layer in enumerate(self.cache.layers):
             ix = idx[li].to(layer.keys.device)  # (H, K)
             gather = ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1])
@@ -115,10 +134,10 @@ class MemoryPot:
             values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
             if rerotate:
                 keys = self.rerotator.rerotate(li, keys, idx[li], new_pos)
-            layer.keys = keys.contiguous()
-            layer.values = values.contiguous()
-        self.src = self.src.gather(-1, idx)
-        self.tok = self.tok.gather(-1, idx)
-        self.nov = self.nov.gather(-1, idx)
-        self.acc = self.acc.gather(-1, idx)
-        self.n_distilled = K
+            kv.append((keys.contiguous(), values.contiguous()))
+        meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx), self.acc.gather(-1, idx))
+        with deferred_interrupt():
+            for layer, (keys, values) in zip(self.cache.layers, kv):
+                layer.keys, layer.values = keys, values
+            self.src, self.tok, self.nov, self.acc = meta
+            self.n_distilled = K

@@ -2,7 +2,8 @@
 
 A pot file is a safetensors file (never pickle). Tensors:
 
-    layers.{i}.keys / layers.{i}.values   (1, H_kv, S, D) in the model dtype — the KV cache (post-RoPE, CR-RoPE'd)
+    layers.{i}.keys / layers.{i}.values   (1, H_kv, S, D) — the KV cache (post-RoPE, CR-RoPE'd): bf16 when the model
+                                          is fp32 (half the file; ``kv_dtype`` in the metadata), else the model dtype
     src, tok                              (L, H_kv, S) int64   — document position / token id of every entry
     nov, acc                              (L, H_kv, S) float32 — NuC novelty / accumulated attention
     prev_hidden                           (d,) last hidden state (absent before anything was read)
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,8 +50,14 @@ _PROBE_PER_PARAM = 16
 # Keys save_pot computes itself; a caller's `meta` may not set them.
 RESERVED = {"format_version", "infinipot_version", "fingerprint", "weights_probe", "dtype", "config",
             "tokens_read", "cycles", "entries", "n_pinned", "n_distilled", "peak_entries", "layers", "kv_heads",
-            "head_dim", "cache_layers", "kv_bytes", "fed", "pending", "where", "provenance", "tensors_sha256",
+            "head_dim", "cache_layers", "kv_bytes", "kv_dtype", "fed", "pending", "where", "provenance", "tensors_sha256",
             "meta_sha256"}
+
+# How the KV cache is stored: fp32 KV as bf16 (half the file; measured: the same answers from the loaded pot,
+# docs/results/needle.md); other dtypes as they are. Loading casts back to the model's dtype, so fp32 pots written
+# before this still load.
+STORE_DTYPE = {torch.float32: torch.bfloat16}
+
 
 # ---- helpers ------------------------------------------------------------------------------------------
 def _text_config(model):
@@ -108,9 +117,16 @@ def _probe_matches(saved: list, now: list[float]) -> bool:
 
 
 # ---- saving -------------------------------------------------------------------------------------------
-def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]:
-    """The tensors and the metadata describing `engine` (its `state()` plus the file's own facts)."""
+def _collect(engine: Engine, meta: dict, compact: bool = True) -> tuple[dict[str, torch.Tensor], dict]:
+    """The tensors and the metadata describing `engine` (its `state()` plus the file's own facts); `compact`:
+    fp32 KV stored as bf16 (STORE_DTYPE)."""
     tensors, facts = engine.state()
+    keys = tensors.get("layers.0.keys")
+    dtype = keys.dtype if keys is not None else next(engine.model.parameters()).dtype
+    store = (STORE_DTYPE if compact else {}).get(dtype, dtype)
+    for name in [n for n in tensors if n.startswith("layers.")]:
+        tensors[name] = tensors[name].to(store).contiguous()
+
     bad = RESERVED & set(meta)
     if bad:
         raise ValueError(f"save_pot: meta may not set {sorted(bad)}")
@@ -122,14 +138,14 @@ def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]
         raise ValueError(f"save_pot: catalyst kind must be one of {CATALYST_KINDS}, not {kind!r}")
     model_name = meta.pop("model", None) or getattr(engine.model.config, "_name_or_path", "") \
         or getattr(engine.model.config, "model_type", "") or "unknown"
-    keys = tensors.get("layers.0.keys")
     info: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "infinipot_version": __version__,
         "model": str(model_name),
         "fingerprint": fingerprint(engine.model, engine.tok),
         "weights_probe": weights_probe(engine.model),
-        "dtype": _dtype_name(keys.dtype if keys is not None else next(engine.model.parameters()).dtype),
+        "dtype": _dtype_name(dtype),
+        "kv_dtype": _dtype_name(store),
         "head_dim": int(keys.shape[-1]) if keys is not None else _head_dim(engine.model),
         "catalyst": {"kind": kind, "text": text, "tokens": len(engine.catalyst)},
         **facts,
@@ -156,19 +172,61 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) -> int:
+def check_save_target(path: str | os.PathLike) -> Path:
+    """Where a pot for `path` will be written, checked before any work is done; raises UsageError if it cannot be.
+
+    A symlink is written through: the pot replaces the link's target and the link is kept. The target must be
+    a regular file or not exist yet (never a folder, a device such as /dev/null or /dev/full, a pipe or a
+    socket), in an existing folder we may write to.
+    """
+    given = Path(path)
+    if str(path) == "" or str(path) == "-":
+        raise UsageError("--save-pot needs a file name (a pot cannot be written to stdout)")
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(f"cannot write the pot to {given}: {e.strerror or e}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"cannot write the pot to {given}: it is a folder")
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                    else "not a regular file")
+            raise UsageError(f"cannot write the pot to {given}: it is {kind}; give a regular file name")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write the pot to {given}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write the pot to {given}: folder {folder} is not writable")
+    return target
+
+
+def _write_error(path: Path, e: BaseException) -> InfinipotError:
+    """One clear line for a failed write (safetensors reports OS errors as 'SafetensorError ... os error N')."""
+    text = str(e)
+    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "os error 28" in text or "No space left" in text:
+        return InfinipotError(f"could not write the pot to {path}: no space left on device")
+    if isinstance(e, OSError) and e.errno == errno.EDQUOT:
+        return InfinipotError(f"could not write the pot to {path}: disk quota exceeded")
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else (text.splitlines()[0] if text else type(e).__name__)
+    return InfinipotError(f"could not write the pot to {path}: {reason}")
+
+
+def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, compact: bool = True) -> int:
     """Write `engine`'s pot to `path` atomically; returns the bytes written.
 
     `meta` adds to the metadata: the CLI passes "sources" (list of {path, format, size, sha256, tokens, units,
     stopped_at}), "model" (display name), "created", and "catalyst" = {"kind": general|question|text, "text": ...}.
+    A symlink is written through (check_save_target); a short write (a full disk) is caught by reading the
+    written header back before the file replaces `path`. `compact`: store an fp32 KV as bf16 (False: exact).
     """
-    path = Path(path)
+    path = check_save_target(path)
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"cannot write the pot to {path}: folder {folder} does not exist")
-    if path.is_dir():
-        raise UsageError(f"cannot write the pot to {path}: it is a folder")
-    tensors, info = _collect(engine, meta or {})
+    tensors, info = _collect(engine, meta or {}, compact)
     header = {META_KEY: json.dumps(info, ensure_ascii=False)}
     mode = (path.stat().st_mode & 0o777) if path.exists() else (0o666 & ~_umask())
     tmp = None
@@ -178,6 +236,7 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) 
         save_file(tensors, tmp, metadata=header)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        _read_header(Path(tmp))  # complete? (a full disk can truncate the file without an error)
         os.chmod(tmp, mode)
         size = os.path.getsize(tmp)
         os.replace(tmp, path)
@@ -185,8 +244,11 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None) 
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise InfinipotError(f"could not write the pot to {path}: {e.strerror or e}") from e
+        if isinstance(e, InputError):  # the header read back says the file is short
+            raise InfinipotError(f"could not write the pot to {path}: the file came out incomplete "
+                                 "(no space left on device?)") from e
+        if isinstance(e, Exception) and not isinstance(e, InfinipotError):
+            raise _write_error(path, e) from e
         raise
     _fsync_dir(folder)
     return size

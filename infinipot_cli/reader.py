@@ -7,12 +7,16 @@ resumes an interrupted read exactly where it stopped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from .engine import Engine
 
 PIECE_CHARS = 4000
+LINE_PIECE_CHARS = 2000  # text labelled "line N": pieces cut at line ends, each labelled with its own first line
+_LINE = re.compile(r"line (\d+)")
+MAX_READ_LABELS = 2000   # most labels a SourceRecord lists in "read"
 
 
 @dataclass
@@ -24,13 +28,16 @@ class SourceRecord:
     size: int | None = None
     sha256: str | None = None
     tokens: int = 0                # tokens of this source read into the pot
-    units: dict = field(default_factory=dict)   # {"pages": n} / {"chapters": n}
+    units: dict = field(default_factory=dict)   # {"pages": n} / {"chapters": n} / {"lines": n}
     stopped_at: int | None = None  # token offset where reading stopped (None: read to the end)
+    read: list = field(default_factory=list)    # the page labels / chapters read, in order ("lines 1-223" for text)
 
     def as_json(self) -> dict:
         d = {"path": self.path, "format": self.format, "tokens": self.tokens, "size": self.size,
              "sha256": self.sha256, "stopped_at": self.stopped_at}
         d.update(self.units)
+        if self.read:
+            d["read"] = list(self.read)
         return d
 
 
@@ -44,23 +51,69 @@ def _pieces(text: str, limit: int = PIECE_CHARS) -> Iterator[str]:
         yield text
 
 
-def token_stream(tokenizer, passages, label: str = "") -> Iterator[tuple[list[int], str]]:
-    """(token ids, where) pieces of a stream of Passages; passages are separated by a blank line."""
+def _line_pieces(text: str, first_line: int, limit: int = LINE_PIECE_CHARS) -> Iterator[tuple[str, int]]:
+    """(piece, its first line number) of a text whose first line is `first_line`: pieces end at a line end
+    where one lies in the second half of `limit`, else as _pieces cuts them."""
+    line = first_line
+    while len(text) > limit:
+        cut = text.rfind("\n", limit // 2, limit)
+        cut = cut + 1 if cut > 0 else next(iter(_pieces(text, limit))).__len__()
+        yield text[:cut], line
+        line += text.count("\n", 0, cut)
+        text = text[cut:]
+    if text:
+        yield text, line
+
+
+def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
+                 progress=None) -> Iterator[tuple[list[int], str]]:
+    """(token ids, where) pieces of a stream of Passages; passages are separated by a blank line.
+
+    A passage labelled "line N" (text) is cut at line ends and every piece is labelled with its own first line,
+    so provenance says where in the file a kept passage came from. `seen` collects each passage's label once;
+    `progress(fraction)` is told how much of the source the next piece reaches (when the source knows).
+    """
     first = True
     for p in passages:
-        text = p.text if first else "\n\n" + p.text
         if not p.text.strip():
             continue
+        prefix = "" if first else "\n\n"
         first = False
-        where = f"{label} · {p.where}" if label and p.where else (p.where or label)
-        for piece in _pieces(text):
-            ids = tokenizer.encode(piece, add_special_tokens=False)
+        if seen is not None and p.where and (not seen or seen[-1] != p.where):
+            seen.append(p.where)
+        m = _LINE.fullmatch(p.where or "")
+        if m:
+            pieces = _line_pieces(p.text, int(m.group(1)))
+        else:
+            pieces = ((piece, None) for piece in _pieces(p.text))
+        done = 0
+        for n, (piece, line) in enumerate(pieces):
+            done += len(piece)
+            if progress is not None and p.at is not None:
+                progress(min(1.0, p.at + p.share * done / max(1, len(p.text))))
+            where = p.where if line is None else f"line {line}"
+            where = f"{label} · {where}" if label and where else (where or label)
+            ids = tokenizer.encode((prefix if n == 0 else "") + piece, add_special_tokens=False)
             if ids:
                 yield ids, where
 
 
+def _read_labels(labels: list[str], upto: str | None) -> list[str]:
+    """The labels a record lists as read: page / chapter labels in order (at most MAX_READ_LABELS, then a count);
+    for text, one range "lines 1-N", N from `upto` ("line N": the source's last line, or the engine's label
+    where reading stopped)."""
+    if not labels:
+        return []
+    if _LINE.fullmatch(labels[0]):
+        m = _LINE.search(upto or "")
+        return [f"lines 1-{m.group(1)}"] if m else []
+    if len(labels) > MAX_READ_LABELS:
+        return labels[:MAX_READ_LABELS] + [f"... and {len(labels) - MAX_READ_LABELS} more"]
+    return list(labels)
+
+
 def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: str = "",
-                skip_tokens: int = 0) -> None:
+                skip_tokens: int = 0, progress=None) -> None:
     """Feed one source into the engine, skipping its first `skip_tokens` tokens (resume).
 
     On KeyboardInterrupt the tokens fed but not yet forwarded are dropped, `record.stopped_at` says how
@@ -68,8 +121,9 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     """
     start = engine.tokens_read
     seen = 0
+    labels: list[str] = []
     try:
-        for ids, where in token_stream(tokenizer, source.passages(), label):
+        for ids, where in token_stream(tokenizer, source.passages(), label, labels, progress):
             if seen + len(ids) <= skip_tokens:
                 seen += len(ids)
                 continue
@@ -83,6 +137,7 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
         engine.drop_pending()
         record.stopped_at = skip_tokens + engine.tokens_read - start
         record.tokens = record.stopped_at
+        record.read = _read_labels(labels, engine.where)
         record.size = source.size_bytes
         try:
             record.sha256 = source.content_hash
@@ -92,5 +147,7 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     record.stopped_at = None
     record.tokens = seen
     record.units = dict(getattr(source, "units", {}) or {})
+    lines = record.units.get("lines")
+    record.read = _read_labels(labels, f"line {lines}" if lines else engine.where)
     record.sha256 = source.content_hash
     record.size = source.size_bytes

@@ -315,3 +315,74 @@ def test_pot_bar_segments():
     assert _segments(2048, [6, 0, 0, 2042], 40) == [1, 0, 0, 39]  # a tiny pinned header still shows
     assert _segments(2048, [1, 1, 1, 2045], 10) == [1, 1, 1, 7]
     assert sum(_segments(4096, [100, 1900, 37, 2059], 33)) == 33
+
+
+# ---- issue 22: ETA from the source, no "? tok/s", one cycle count, singular, quiet GGUF conversion -------------
+def test_no_unknown_speed_at_the_start():
+    d = Display("plain", stream=io.StringIO())
+    d.on_event(ev("read", 500, 0, t=0.0))
+    line = d.progress_line()
+    assert "?" not in line and "tok/s" not in line
+    assert "0 cycles" in line
+    d.on_event(ev("read", 1000, 1, t=1.0))
+    assert "1 cycle ·" in d.progress_line() and "tok/s" in d.progress_line()
+
+
+def test_cycle_count_is_the_same_in_the_progress_line_and_the_final_line():
+    buf = io.StringIO()
+    d = Display("plain", stream=buf)
+    with d:
+        d.on_event(ev("read", 500, 0, t=0.0))
+        d.on_event(ev("read", 4000, 1, t=1.0))
+        d.on_event(ev("distill", 4000, 1, t=1.0, kept=torch.arange(0, 4000, 7)))
+        d.on_event(ev("answer", 4000, 1, t=1.5))
+        d.on_event(ev("done", 4000, 2, t=2.0))  # the final narrowing before the answer counted one more
+    lines = buf.getvalue().splitlines()
+    answering = next(x for x in lines if "answering" in x)
+    assert "1 CCD cycle)" in answering and "1 CCD cycle ·" in lines[-1] and "2 CCD" not in lines[-1]
+
+
+def test_reading_progress_from_the_source_gives_an_eta(tmp_path):
+    from infinipot_cli.cli import _Progress
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.reader import token_stream
+
+    class CharTok:
+        def encode(self, text, add_special_tokens=False):
+            return [ord(c) for c in text]
+
+    p = tmp_path / "t.txt"
+    p.write_text("".join(f"line {i} of a fairly long text file.\n" for i in range(3000)))
+    prog = _Progress(0.0, 1.0)
+    d = Display("plain", stream=io.StringIO())
+    d.set_total(None, progress_fn=prog.fraction)
+    seen, tokens = [], 0
+    for k, (ids, _) in enumerate(token_stream(CharTok(), open_source(str(p)).passages(), progress=prog.update)):
+        tokens += len(ids)
+        d.on_event(ev("read", tokens, 0, t=0.5 * (k + 1)))
+        seen.append(d.fraction())
+        if k == 5:
+            assert d.eta() is not None and "ETA" in d.progress_line()
+    assert seen == sorted(seen) and 0 < seen[0] < 0.1 and seen[-1] == pytest.approx(1.0)
+
+
+def test_gguf_conversion_progress_bar_is_silenced():
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    from infinipot_cli.model import _no_gguf_progress_bar
+
+    with _no_gguf_progress_bar():
+        bar = gguf_utils.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...")
+        assert bar.disable
+    assert not isinstance(gguf_utils.tqdm, type(_no_gguf_progress_bar))
+
+
+def test_inspect_says_one_cycle_in_the_singular():
+    from infinipot_cli.potfile import render_inspect
+
+    info = {"path": "p.pot", "file_bytes": 10, "config": {}, "catalyst": {}, "tokens_read": 10, "cycles": 1,
+            "entries": 5, "n_pinned": 1, "layers": 1, "kv_heads": 1, "remembered": {"tokens": 1, "share": 0.1,
+                                                                                  "spans": 1}}
+    out = io.StringIO()
+    render_inspect(info, Console(file=out, width=200))
+    assert "1 distillation cycle" in out.getvalue() and "1 distillation cycles" not in out.getvalue()

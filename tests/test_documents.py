@@ -429,7 +429,7 @@ def test_garbage_with_pdf_extension(tmp_path):
 def test_encrypted_pdf_with_password(tmp_path):
     p = tmp_path / "locked.pdf"
     p.write_bytes(make_pdf([["Top secret."]], encrypt={"user_password": "secret"}))
-    with pytest.raises(InputError, match=r"locked\.pdf is encrypted \(password required\)"):
+    with pytest.raises(InputError, match=r"locked\.pdf is password-protected"):
         open_source(str(p))
 
 
@@ -671,3 +671,183 @@ def test_named_pipe_is_streamed(tmp_path):
     assert read_all(src) == [Passage("through a fifo", "line 1")]
     assert src.size_bytes == 15
     t.join(5)
+
+
+# ---------------------------------------------------------------------------------------- issue 22
+def _rewrite_zip(data: bytes, edit) -> bytes:
+    """A copy of the zip `data` with edit(name, bytes) -> bytes | None (None drops the entry) applied."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            body = edit(info.filename, zin.read(info.filename))
+            if body is not None:
+                zout.writestr(info, body)
+    return out.getvalue()
+
+
+def _opf_name(data: bytes) -> str:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return next(n for n in z.namelist() if n.endswith(".opf"))
+
+
+def test_epub_manifest_links_with_fragments_are_read(tmp_path):
+    """Debian's live-manual.en.epub lists 'about-manual.xhtml#o8' in its manifest and spine."""
+    data = make_epub([("a.xhtml", "<h1>About</h1><p>Alpha text.</p>", "About"), ("b.xhtml", "<p>Beta text.</p>", "B")])
+    opf = _opf_name(data)
+
+    def add_fragments(name, body):
+        if name != opf:
+            return body
+        body = body.replace(b"</manifest>", b'<item id="a-o8" href="a.xhtml#o8" media-type="application/xhtml+xml"/>'
+                                            b'<item id="gone" href="missing.xhtml" media-type="application/xhtml+xml"/>'
+                                            b"</manifest>")
+        return body.replace(b"</spine>", b'<itemref idref="a-o8"/><itemref idref="gone"/></spine>')
+
+    p = tmp_path / "frag.epub"
+    p.write_bytes(_rewrite_zip(data, add_fragments))
+    passages = read_all(open_source(str(p)))
+    assert [x.where for x in passages] == ["ch. 1 · About", "ch. 2 · B"]  # each file once
+    assert "Alpha text." in passages[0].text
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("no-container", "no META-INF/container.xml"),
+    ("no-opf", "package file .* is missing"),
+    ("no-spine", "no spine"),
+    ("no-manifest", "not a readable EPUB"),
+])
+def test_epub_without_package_parts_is_one_clear_error(tmp_path, damage, message):
+    data = make_epub([("a.xhtml", "<p>Alpha.</p>", "A")])
+    opf = _opf_name(data)
+
+    def edit(name, body):
+        if damage == "no-container" and name == "META-INF/container.xml":
+            return None
+        if damage == "no-opf" and name == opf:
+            return None
+        if damage == "no-spine" and name == opf:
+            return re.sub(rb"<spine.*</spine>", b"", body, flags=re.S)
+        if damage == "no-manifest" and name == opf:
+            return re.sub(rb"<manifest>.*</manifest>", b"", body, flags=re.S)
+        return body
+
+    p = tmp_path / "broken.epub"
+    p.write_bytes(_rewrite_zip(data, edit))
+    with pytest.raises(InputError, match=message) as e:
+        read_all(open_source(str(p)))
+    assert "NoneType" not in str(e.value) and "object" not in str(e.value)
+
+
+@pytest.mark.parametrize("algorithm", ["AES-128", "AES-256"])
+def test_aes_encrypted_pdfs_open_with_the_empty_password_or_say_password_protected(tmp_path, algorithm):
+    p = tmp_path / "aes.pdf"
+    p.write_bytes(make_pdf([["Readable under AES."]], encrypt={"user_password": "", "owner_password": "o",
+                                                               "algorithm": algorithm}))
+    assert [x.text for x in read_all(open_source(str(p)))] == ["Readable under AES."]
+    q = tmp_path / "aes-locked.pdf"
+    q.write_bytes(make_pdf([["Secret."]], encrypt={"user_password": "pw", "algorithm": algorithm}))
+    with pytest.raises(InputError, match=r"aes-locked\.pdf is password-protected"):
+        read_all(open_source(str(q)))
+
+
+def test_pdf_pages_of_replacement_characters_are_skipped_with_a_warning(tmp_path, monkeypatch):
+    from pypdf import PageObject
+
+    from infinipot_cli.documents.pdf import is_garbage
+
+    p = tmp_path / "mixed.pdf"
+    p.write_bytes(make_pdf([["Good page one."], ["BROKEN"], ["Good page three."]]))
+    real = PageObject.extract_text
+
+    def extract(self, *a, **k):
+        text = real(self, *a, **k)
+        return "\ufffd\ufffd\ufffd \ufffd\ufffd\ufffd\ufffd \ufffd\ufffd ab" if "BROKEN" in text else text
+
+    monkeypatch.setattr(PageObject, "extract_text", extract)
+    src = open_source(str(p))
+    assert [x.text for x in read_all(src)] == ["Good page one.", "Good page three."]
+    assert any("page 2 skipped" in w and "unreadable" in w for w in src.warnings)
+    assert is_garbage("\ufffd" * 10 + "abc") and not is_garbage("Plain text with one \ufffd in it.")
+
+
+class _CharTok:
+    """One token per character (ids = code points): enough to follow pieces through token_stream."""
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(i) for i in ids)
+
+
+class _StubEngine:
+    def __init__(self):
+        self.tokens_read, self.where, self.pending, self._fed, self.fed = 0, "", [], 0, []
+
+    def feed(self, ids, where=""):
+        self.fed.append((ids, where))
+        self.tokens_read += len(ids)
+        self.where = where
+
+    def finish(self):
+        pass
+
+
+def test_text_provenance_carries_real_line_numbers(tmp_path):
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    p = tmp_path / "story.txt"
+    p.write_text("".join(f"L{i:04d} the story goes on and on for a while.\n" for i in range(1, 401)))
+    eng, rec = _StubEngine(), SourceRecord(path=str(p), format="text")
+    read_source(eng, _CharTok(), open_source(str(p)), rec)
+    wheres = [w for _, w in eng.fed]
+    assert len(set(wheres)) > 5 and wheres[0] == "line 1"  # was "line 1" for every piece
+    for ids, where in eng.fed:
+        n = int(where.split()[-1])
+        assert _CharTok().decode(ids).lstrip("\n").startswith(f"L{n:04d}")
+    assert rec.units == {"lines": 400} and rec.as_json()["read"] == ["lines 1-400"]
+
+
+def test_json_sources_list_the_pages_and_chapters_read(tmp_path):
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    pdf = tmp_path / "m.pdf"
+    pdf.write_bytes(make_pdf([["Cover."], ["Setup text."], ["More setup."]], labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)],
+                             outline=[("Setup", 1, None)]))
+    eng, rec = _StubEngine(), SourceRecord(path=str(pdf), format="pdf")
+    read_source(eng, _CharTok(), open_source(str(pdf)), rec)
+    assert rec.as_json()["read"] == ["p. i", "p. 1 · Setup", "p. 2 · Setup"]
+    book = tmp_path / "b.epub"
+    book.write_bytes(make_epub([("a.xhtml", "<p>Alpha.</p>", "Part A"), ("b.xhtml", "<p>Beta.</p>", "Part B")]))
+    eng, rec = _StubEngine(), SourceRecord(path=str(book), format="epub")
+    read_source(eng, _CharTok(), open_source(str(book)), rec)
+    assert rec.as_json()["read"] == ["ch. 1 · Part A", "ch. 2 · Part B"] and rec.as_json()["chapters"] == 2
+
+
+def test_pdf_running_headers_page_numbers_and_dot_leaders_are_stripped(tmp_path):
+    pages = [["TW-40 User Manual", "Contents", "1 Setup ........ 2", "2 Calibration . . . . . 3", "Page 1 of 5"]]
+    words = {2: "Unpack the station", 3: "Calibrate the barometer", 4: "Clean the funnel", 5: "Warranty terms"}
+    pages += [["TW-40 User Manual", f"{words[i]}: chapter {i}.", f"Page {i} of 5"] for i in range(2, 6)]
+    p = tmp_path / "manual.pdf"
+    p.write_bytes(make_pdf(pages))
+    text = "\n".join(x.text for x in read_all(open_source(str(p))))
+    assert "TW-40 User Manual" not in text and "Page " not in text and "...." not in text and ". . ." not in text
+    for i in range(2, 6):
+        assert f"{words[i]}: chapter {i}." in text
+    assert "Contents" in text
+    two = tmp_path / "two.pdf"  # too few pages to call anything furniture
+    two.write_bytes(make_pdf([["Same header", "Text one."], ["Same header", "Text two."]]))
+    assert "Same header" in "\n".join(x.text for x in read_all(open_source(str(two))))
+
+
+def test_epub_navigation_blocks_and_copyright_footers_are_stripped(tmp_path):
+    nav = "<div><p>Navigation</p><p>index</p><p>next |</p><p>previous |</p></div>"
+    foot = "<p>© Copyright 2001-2024, Example Foundation.</p>"
+    chapters = [(f"c{i}.xhtml", f"{nav}<h1>Part {i}</h1><p>Body of part {i} with facts.</p>{foot}", f"Part {i}")
+                for i in range(1, 5)]
+    p = tmp_path / "sphinx.epub"
+    p.write_bytes(make_epub(chapters))
+    passages = read_all(open_source(str(p)))
+    text = "\n".join(x.text for x in passages)
+    assert "Navigation" not in text and "next |" not in text and "©" not in text
+    assert [x.text for x in passages][0] == "Part 1\nBody of part 1 with facts."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Iterator
 
 #: Bytes read per block from files and pipes (text is streamed in blocks of this size).
@@ -44,6 +44,8 @@ class Passage:
 
     text: str
     where: str
+    at: float | None = field(default=None, compare=False)   # share of the source before this passage (progress)
+    share: float = field(default=0.0, compare=False)        # share of the source this passage is
 
 
 def display_name(path: str) -> str:

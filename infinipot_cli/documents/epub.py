@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import posixpath
+import re
 import warnings
+import zipfile
 from typing import IO, Iterator
 from urllib.parse import unquote
 
@@ -11,6 +14,7 @@ from ebooklib import epub
 
 from infinipot_cli.errors import InputError
 
+from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
 from .html import decode_html, html_to_blocks, parse_html, short_title
 from .text import looks_binary
@@ -18,10 +22,10 @@ from .text import looks_binary
 DOCUMENT_TYPES = frozenset(("application/xhtml+xml", "text/html", "application/html"))
 
 
-def _read_book(fileobj: IO[bytes] | str, name: str) -> tuple[epub.EpubBook, bool]:
-    """Load the book quietly; returns it and whether the TOC came from the NCX (hrefs relative to the NCX)."""
+def _load(fileobj: IO[bytes] | str) -> tuple[epub.EpubBook, bool]:
+    """ebooklib, quietly; a broken nav.xhtml can still leave a usable NCX, and vice versa."""
     last: Exception | None = None
-    for ignore_ncx in (True, False):  # a broken nav.xhtml can still leave a usable NCX, and vice versa
+    for ignore_ncx in (True, False):
         try:
             if not isinstance(fileobj, str):
                 fileobj.seek(0)
@@ -32,15 +36,99 @@ def _read_book(fileobj: IO[bytes] | str, name: str) -> tuple[epub.EpubBook, bool
             last = e
             continue
         has_nav = any(isinstance(i, epub.EpubNav) for i in book.get_items())
-        from_ncx = not has_nav or not ignore_ncx
-        return book, from_ncx
+        return book, not has_nav or not ignore_ncx
     assert last is not None
-    reason = short_reason(last)
-    if (isinstance(last, epub.EpubException) and "zip" in reason.lower()) or "zip" in type(last).__name__.lower():
-        reason = "not a zip archive"
-    elif isinstance(last, KeyError):
-        reason = f"missing file in the archive: {reason}"
-    raise InputError(f"{name} is not a readable EPUB ({reason})")
+    raise last
+
+
+_ROOTFILE = re.compile(rb"""<(?:\w+:)?rootfile\b[^>]*?full-path\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
+_ITEM = re.compile(rb"""<(?:\w+:)?item\b[^>]*>""", re.IGNORECASE)
+_ITEMREF = re.compile(rb"""<(?:\w+:)?itemref\b[^>]*>""", re.IGNORECASE)
+_ATTR = {name: re.compile(rb"\b" + name.encode() + rb"""\s*=\s*["']([^"']*)["']""") for name in ("id", "href", "idref")}
+
+
+def _attr(tag: bytes, name: str) -> str | None:
+    m = _ATTR[name].search(tag)
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def _repaired(fileobj: IO[bytes] | str, name: str) -> io.BytesIO:
+    """The EPUB with its package file (OPF) repaired for ebooklib, or an InputError saying what is missing.
+
+    Manifest items whose href has a '#fragment' (one file listed once per section, e.g. Debian's live-manual:
+    "about-manual.xhtml#o8") or names a file absent from the archive are dropped, with the spine entries that
+    point at them; the file itself is read through its plain entry.
+    """
+    try:
+        if not isinstance(fileobj, str):
+            fileobj.seek(0)
+        zf = zipfile.ZipFile(fileobj)
+        names = set(zf.namelist())
+        if "META-INF/container.xml" not in names:
+            raise InputError(f"{name} is not a readable EPUB (no META-INF/container.xml)")
+        m = _ROOTFILE.search(zf.read("META-INF/container.xml"))
+        if not m:
+            raise InputError(f"{name} is not a readable EPUB (its container.xml names no package file)")
+        opf_path = unquote(m.group(1).decode("utf-8", "replace"))
+        if opf_path not in names:
+            raise InputError(f"{name} is not a readable EPUB (its package file {opf_path} is missing)")
+        opf = zf.read(opf_path)
+        if not _ITEMREF.search(opf):
+            raise InputError(f"{name} is not a readable EPUB (no reading order: its package file has no spine)")
+        base = posixpath.dirname(opf_path)
+        dropped: set[str] = set()
+
+        def fix_item(mt: re.Match) -> bytes:
+            tag = mt.group(0)
+            href = _attr(tag, "href") or ""
+            path = posixpath.normpath(posixpath.join(base, unquote(href.split("#", 1)[0]))) if href else ""
+            if "#" in href or path not in names:
+                dropped.add(_attr(tag, "id") or "")
+                return b""
+            return tag
+
+        def fix_ref(mt: re.Match) -> bytes:
+            return b"" if (_attr(mt.group(0), "idref") or "") in dropped else mt.group(0)
+
+        opf = _ITEMREF.sub(fix_ref, _ITEM.sub(fix_item, opf))
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as new:
+            for info in zf.infolist():
+                new.writestr(info, opf if info.filename == opf_path else zf.read(info.filename))
+        out.seek(0)
+        return out
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged zip: say so in one line
+        raise InputError(f"{name} is not a readable EPUB ({_reason(e)})") from None
+
+
+def _reason(e: Exception) -> str:
+    reason = short_reason(e)
+    if (isinstance(e, epub.EpubException) and "zip" in reason.lower()) or "zip" in type(e).__name__.lower():
+        return "not a zip archive"
+    if isinstance(e, KeyError):
+        return f"missing file in the archive: {reason}"
+    if isinstance(e, (TypeError, AttributeError)):  # ebooklib on a package file without the parts it expects
+        return "its package file (OPF) lacks a manifest or a spine"
+    return reason
+
+
+def _read_book(fileobj: IO[bytes] | str, name: str) -> tuple[epub.EpubBook, bool]:
+    """Load the book quietly; returns it and whether the TOC came from the NCX (hrefs relative to the NCX).
+
+    A book ebooklib refuses is repaired once (_repaired: manifest links with a '#fragment' or to missing files)
+    and read again; what cannot be repaired is one clear InputError.
+    """
+    try:
+        return _load(fileobj)
+    except Exception as e:  # noqa: BLE001
+        first = e
+    fixed = _repaired(fileobj, name)
+    try:
+        return _load(fixed)
+    except Exception:  # noqa: BLE001
+        raise InputError(f"{name} is not a readable EPUB ({_reason(first)})") from None
 
 
 def _toc_titles(book: epub.EpubBook, from_ncx: bool) -> dict[str, str]:
@@ -106,21 +194,35 @@ class EpubSource(Source):
 
     def _passages(self) -> Iterator[Passage]:
         chapters, self._chapters = self._chapters, []
-        number = 0
-        unreadable = 0
         self.units = {"chapters": 0}
-        for item, title in chapters:
+        count = {"unreadable": 0}
+        for (k, where), text, _ in strip_furniture(self._chapter_texts(chapters, count), edge=8):
+            pieces = split_text(text)
+            for j, piece in enumerate(pieces):
+                yield Passage(piece, where, (k + j / len(pieces)) / len(chapters), 1 / (len(chapters) * len(pieces)))
+        unreadable, number = count["unreadable"], self.units["chapters"]
+        if unreadable:
+            self.warnings.append(f"{unreadable} chapter{'s' if unreadable > 1 else ''} could not be read (encrypted/DRM?)")
+        if not number:
+            hint = " (DRM-protected?)" if unreadable else ""
+            raise InputError(f"{self.name}: no readable text in this EPUB{hint}")
+
+    def _chapter_texts(self, chapters, count: dict) -> Iterator[tuple[tuple[int, str], str]]:
+        """((spine index, label), text) per readable chapter; navigation blocks and footers that repeat from
+        chapter to chapter are stripped afterwards (strip_furniture)."""
+        number = 0
+        for k, (item, title) in enumerate(chapters):
             content = item.content or b""
             if isinstance(content, str):
                 content = content.encode("utf-8")
             if looks_binary(content[:4096]):
-                unreadable += 1
+                count["unreadable"] += 1
                 continue
             try:
                 soup = parse_html(decode_html(content))
                 blocks = html_to_blocks(soup, web=False)
             except Exception:
-                unreadable += 1
+                count["unreadable"] += 1
                 continue
             if not blocks:
                 continue
@@ -130,10 +232,4 @@ class EpubSource(Source):
             number += 1
             self.units["chapters"] = number
             where = f"ch. {number}" + (f" · {title}" if title else "")
-            for piece in split_text("\n".join(b.text for b in blocks)):
-                yield Passage(piece, where)
-        if unreadable:
-            self.warnings.append(f"{unreadable} chapter{'s' if unreadable > 1 else ''} could not be read (encrypted/DRM?)")
-        if not number:
-            hint = " (DRM-protected?)" if unreadable else ""
-            raise InputError(f"{self.name}: no readable text in this EPUB{hint}")
+            yield (k, where), "\n".join(b.text for b in blocks)

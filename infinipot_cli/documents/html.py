@@ -32,7 +32,7 @@ DROP_WEB = frozenset("header footer aside form dialog menu".split())
 BOILERPLATE_ROLES = frozenset("navigation banner contentinfo complementary search menu menubar dialog alert".split())
 BOILERPLATE_WORDS = frozenset(
     "cookie cookies consent gdpr banner sidebar menu menubar footer nav navbar navigation breadcrumb breadcrumbs "
-    "advert advertisement skiplink".split()
+    "advert advertisement skiplink helpbox toolbar pagination pager social sharing feedback".split()
 )
 # Elements never dropped for their class/id (a <body class="nav-open"> must not take the page with it).
 _PROTECTED = frozenset("html body main article".split())
@@ -248,7 +248,8 @@ class HtmlSource(Source):
 
     def _passages(self) -> Iterator[Passage]:
         sections, self._sections = self._sections, []
-        for title, text in sections:
+        for k, (title, text) in enumerate(sections):
             where = f"§ {short_title(title)}" if title else ""
-            for piece in split_text(text):
-                yield Passage(piece, where)
+            pieces = split_text(text)
+            for j, piece in enumerate(pieces):
+                yield Passage(piece, where, (k + j / len(pieces)) / len(sections), 1 / (len(sections) * len(pieces)))

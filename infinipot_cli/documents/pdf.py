@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import unicodedata
 import warnings
 from typing import IO, Iterator
 
@@ -13,10 +14,16 @@ from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from infinipot_cli.errors import InputError
 
+from .boilerplate import strip_furniture
 from .base import Passage, Source, clean_extracted_text, display_name, short_reason, split_text
 from .html import short_title
 
 _MAX_LISTED_PAGES = 12
+_PASSWORD = "{name} is password-protected; remove the password first (e.g. qpdf --decrypt --password=PASSWORD in.pdf out.pdf)"
+_NEEDS_CRYPTOGRAPHY = ("{name} is encrypted with AES, which needs the 'cryptography' package "
+                       "(pip install cryptography)")
+#: A page is skipped when more than this share of its visible characters is garbage (U+FFFD, private use, controls).
+GARBAGE_SHARE = 0.3
 # pypdf log messages that mean the file structure had to be repaired (as opposed to harmless quirks).
 _DAMAGE = re.compile(r"xref|startxref|EOF|trailer|truncat", re.IGNORECASE)
 
@@ -47,6 +54,16 @@ def _quiet_pypdf() -> Iterator[_Collect]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = old_propagate
+
+
+def is_garbage(text: str) -> bool:
+    """Whether extracted page text is mostly unreadable: U+FFFD replacement characters, private-use code points or
+    control characters (a font without a usable encoding, or damaged content) make up over GARBAGE_SHARE of it."""
+    visible = [c for c in text if not c.isspace()]
+    if not visible:
+        return False
+    bad = sum(1 for c in visible if c == "\ufffd" or "\ue000" <= c <= "\uf8ff" or unicodedata.category(c) in ("Cc", "Co", "Cs"))
+    return bad > GARBAGE_SHARE * len(visible)
 
 
 def _page_titles(reader: PdfReader, n_pages: int) -> list[str]:
@@ -116,7 +133,10 @@ class PdfSource(Source):
         name = display_name(path)
         try:
             with _quiet_pypdf() as log:
-                reader = PdfReader(fileobj, strict=False)
+                try:
+                    reader = PdfReader(fileobj, strict=False)
+                except DependencyError:
+                    raise InputError(_NEEDS_CRYPTOGRAPHY.format(name=name)) from None
                 if reader.is_encrypted:
                     self._decrypt(reader, name)
                 n_pages = len(reader.pages)
@@ -142,29 +162,35 @@ class PdfSource(Source):
 
     @staticmethod
     def _decrypt(reader: PdfReader, name: str) -> None:
+        """Open an encrypted PDF with the empty user password (many PDFs are encrypted only to restrict
+        printing or copying); one that needs a real password is refused as password-protected."""
         try:
             result = reader.decrypt("")
         except (DependencyError, NotImplementedError):
-            raise InputError(f"{name} is encrypted with a cipher that needs the 'cryptography' package "
-                             "(pip install cryptography)") from None
+            raise InputError(_NEEDS_CRYPTOGRAPHY.format(name=name)) from None
         except Exception as e:
             raise InputError(f"{name} is encrypted and could not be decrypted: {short_reason(e)}") from None
         if result == PasswordType.NOT_DECRYPTED:
-            raise InputError(f"{name} is encrypted (password required)")
+            raise InputError(_PASSWORD.format(name=name))
 
     def _passages(self) -> Iterator[Passage]:
         reader = self._reader
         empty: list[str] = []
         broken: list[str] = []
+        garbage: list[str] = []
         yielded = False
-        try:
+        n = len(self._labels)
+
+        def pages() -> Iterator[tuple[tuple[int, str], str]]:
             for i, label in enumerate(self._labels):
                 where = f"p. {label}" + (f" · {self._titles[i]}" if self._titles[i] else "")
                 try:
                     with _quiet_pypdf():
                         raw = reader.pages[i].extract_text() or ""
                 except FileNotDecryptedError:
-                    raise InputError(f"{self.name} is encrypted (password required)") from None
+                    raise InputError(_PASSWORD.format(name=self.name)) from None
+                except DependencyError:
+                    raise InputError(_NEEDS_CRYPTOGRAPHY.format(name=self.name)) from None
                 except Exception:
                     broken.append(label)
                     continue
@@ -172,19 +198,34 @@ class PdfSource(Source):
                 if not text:
                     empty.append(label)
                     continue
-                for piece in split_text(text):
+                if is_garbage(text):
+                    garbage.append(label)
+                    continue
+                yield (i, where), text
+
+        try:
+            # running headers / footers / page numbers / dot leaders out (documents/boilerplate.py)
+            for (i, where), text, _ in strip_furniture(pages(), edge=3):
+                pieces = split_text(text)
+                for j, piece in enumerate(pieces):
                     yielded = True
-                    yield Passage(piece, where)
+                    yield Passage(piece, where, (i + j / len(pieces)) / n, 1 / (n * len(pieces)))
         finally:
             self.close()
         if broken:
             self.warnings.append(f"page{'s' if len(broken) > 1 else ''} {_list_pages(broken)} could not be read (damaged?)")
+        if garbage:
+            self.warnings.append(f"page{'s' if len(garbage) > 1 else ''} {_list_pages(garbage)} skipped: "
+                                 "the text came out as unreadable characters (a broken font encoding?)")
         if empty:
             if len(empty) == 1:
                 self.warnings.append(f"page {empty[0]} has no text (scanned?)")
             else:
                 self.warnings.append(f"pages {_list_pages(empty)} have no text (scanned?)")
         if not yielded:
+            if garbage and not empty:
+                raise InputError(f"{self.name}: every page's text came out as unreadable characters "
+                                 "(a broken font encoding?); try OCR, e.g. with ocrmypdf --force-ocr")
             raise InputError(f"{self.name} has no extractable text; is it a scan? (OCR it first, e.g. with ocrmypdf)")
 
     def close(self) -> None:

@@ -133,6 +133,8 @@ class TextSource(Source):
         newlines = io.IncrementalNewlineDecoder(None, translate=True)
         buf = newlines.decode(head_text)
         line = 1
+        done = 0  # bytes of the pieces passed on so far
+        ended_nl = False
         yielded = False
         try:
             while True:
@@ -150,16 +152,21 @@ class TextSource(Source):
                     body = piece.lstrip("\n")
                     start = line + (len(piece) - len(body))
                     line += piece.count("\n")
+                    ended_nl = piece.endswith("\n")
                     text = clean_plain_text(body).rstrip()
+                    size = len(piece.encode("utf-8", "replace"))  # ~ the bytes it came from
+                    at, share = (done / self.size_bytes, size / self.size_bytes) if self.size_bytes else (None, 0.0)
+                    done += size
                     if text.strip():
                         yielded = True
-                        yield Passage(text, f"line {start}")
+                        yield Passage(text, f"line {start}", at, share)
                 if not data:
                     break
         finally:
             self.close()
         self.size_bytes = total
         self._hash = hasher.hexdigest()
+        self.units = {"lines": line - 1 if ended_nl else line}
         if not yielded:
             raise InputError(f"{self.name} is empty (only whitespace)")
 

@@ -11,9 +11,14 @@ kept span erodes from its edges, cycle after cycle: at 128K tokens a pass-key ne
 Segments are defined in *document* coordinates, so nothing ever mixes entries across a gap:
 
     a new segment starts where the document position jumps (an evicted stretch lies between two entries),
-    or after a sentence or paragraph end ('.', '!', '?' or a blank line in the previous token; a single
-    newline is not an end: PDFs and plain text wrap lines inside sentences), or where a long run is split
-    into near-equal pieces of at most `max_len` entries.
+    or after a sentence or paragraph end, or where a long run is split into near-equal pieces of at most
+    `max_len` entries. A paragraph ends at a blank line (a single newline is not an end: PDFs and plain text
+    wrap lines inside sentences). A sentence ends at '.', '!' or '?' (closing quotes and brackets after it stay
+    with it) only when whitespace follows and the next text does not start with a digit, and, for '.', when
+    the word before it is neither a known abbreviation ("Dr", "etc", "e.g") nor a single
+    letter (initials "J. R. R.", "U.S."): "4.19.0", "1.5", "X.680", "Override.xml", "Dr. Smith" stay whole.
+    This is decided from the texts of neighbouring entries, with per-token-id lookup tables (vectorised, any
+    tokenizer: a token may hold ".", ".\n", '."' or "Dr." alone).
 
 A segment's score is the mean of its entries' scores; selection takes whole segments, best first, while
 they fit the budget, and the first segment that does not fit fills the rest (so every head keeps exactly
@@ -29,14 +34,50 @@ import torch
 
 SENTENCE_END = (".", "!", "?")
 PARAGRAPH_END = "\n\n"
+CLOSERS = "\"')]}\u00bb\u201d\u2019"
+OPENERS = "\"'([{\u00ab\u201c\u2018"  # after whitespace: the next sentence's first character
+# Words that end with a '.' inside a sentence (lowercase, without their last '.'); single letters count too.
+ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt vs etc e.g i.e eg ie cf al fig figs vol vols ch chap sec pp eds approx ca "
+    "inc ltd corp dept jan feb mar apr jun jul aug sep sept oct nov dec gen col capt lt sgt rev hon gov pres "
+    "op viz resp incl nr ref refs eq eqs app para art".split())
+# Per token id flags (columns of the lookup table):
+_F = ("term", "dot", "ws_after", "para", "nl_end", "lead_ws", "lead_nl", "space_only", "lead_digit",
+      "word_dot", "abbr_self", "abbr_word", "closer", "blank")
+
+
+def _is_abbr(word: str) -> bool:
+    w = word.lower()
+    return (len(w) == 1 and w.isalpha()) or w in ABBREVIATIONS
+
+
+def token_flags(text: str) -> tuple[bool, ...]:
+    """The _F flags of one token's text."""
+    body = text.rstrip()
+    core = body.rstrip(CLOSERS)
+    term = bool(core) and core[-1] in SENTENCE_END
+    dot = term and core[-1] == "."
+    first = text.lstrip()[:1]
+    before = core[:-1] if dot else ""
+    i = len(before)
+    while i > 0 and (before[i - 1].isalnum() or before[i - 1] == "."):
+        i -= 1
+    word = before[i:].strip(".")
+    stripped = text.strip()
+    return (term, dot, term and body != text, PARAGRAPH_END in text, text.rstrip(" \t").endswith("\n"),
+            text[:1].isspace(), text.lstrip(" \t")[:1] == "\n", bool(text) and not text.strip(" \t"),
+            first.isdigit(), bool(word), bool(word) and _is_abbr(word),
+            stripped.isalpha() and _is_abbr(stripped),
+            bool(stripped) and not text[:1].isspace() and not stripped.strip(CLOSERS),
+            not text.strip(" \t\n\r.!?,;:\"'()[]") and not (text[:1].isspace() and bool(stripped) and stripped[0] in OPENERS))
 
 
 class BoundaryTable:
-    """Which token ids end a sentence or a paragraph; each id is decoded once, lazily (any vocabulary size)."""
+    """Per token id text flags (token_flags), each id decoded once, lazily (any vocabulary size)."""
 
     def __init__(self, tokenizer):
         self.tok = tokenizer
-        self._known: dict[int, tuple[bool, bool]] = {}
+        self._known: dict[int, tuple[bool, ...]] = {}
 
     def _classify(self, ids: list[int]) -> None:
         new = [i for i in ids if i not in self._known]
@@ -45,29 +86,70 @@ class BoundaryTable:
         batch = getattr(self.tok, "batch_decode", None)
         texts = batch([[i] for i in new]) if batch else [self.tok.decode([i]) for i in new]
         for i, text in zip(new, texts):
-            ends = any(c in text for c in SENTENCE_END) or PARAGRAPH_END in text
-            blank = not text.strip(" \t\n\r.!?,;:\"'()[]")
-            self._known[i] = (ends, blank)
+            self._known[i] = token_flags(text)
 
-    def flags(self, tok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ends, blank) bool tensors shaped like `tok`: the token ends a sentence/paragraph; it is only
-        punctuation or whitespace (it stays with the sentence before it)."""
+    def table(self, tok: torch.Tensor) -> dict[str, torch.Tensor]:
+        """{flag name: bool tensor shaped like `tok`} for every flag in _F."""
         uniq = tok.unique().tolist()
         self._classify(uniq)
-        lut_ends = torch.tensor([self._known[i][0] for i in uniq], dtype=torch.bool)
-        lut_blank = torch.tensor([self._known[i][1] for i in uniq], dtype=torch.bool)
+        lut = torch.tensor([self._known[i] for i in uniq], dtype=torch.bool).view(len(uniq), len(_F))
         pos = torch.searchsorted(torch.tensor(uniq, dtype=tok.dtype), tok.contiguous())
-        return lut_ends[pos], lut_blank[pos]
+        rows = lut[pos]  # (..., N, F)
+        return {name: rows[..., k] for k, name in enumerate(_F)}
+
+    def flags(self, tok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(term, blank): the token ends with '.', '!' or '?' (before closing quotes/brackets); it is only
+        punctuation or whitespace."""
+        f = self.table(tok)
+        return f["term"], f["blank"]
+
+
+def _next(x: torch.Tensor, fill: bool = False) -> torch.Tensor:
+    return torch.cat([x[..., 1:], torch.full_like(x[..., :1], fill)], -1)
+
+
+def _prev(x: torch.Tensor, fill: bool = False) -> torch.Tensor:
+    return torch.cat([torch.full_like(x[..., :1], fill), x[..., :-1]], -1)
+
+
+def sentence_ends(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) -> torch.Tensor:
+    """(..., N) bool: entry i ends a sentence or a paragraph (the module docstring's rules), judged from the
+    texts of entries i-1, i, i+1, i+2 where their document positions are consecutive."""
+    f = table.table(tok)
+    adj = torch.zeros_like(src, dtype=torch.bool)
+    adj[..., 1:] = src[..., 1:] == src[..., :-1] + 1       # entry i directly follows entry i-1 in the document
+    adj_next = _next(adj)                                  # entry i+1 directly follows entry i
+    # closing quotes / brackets right after a sentence end carry it: '.' '"' -> the end is at '"'
+    carry = f["closer"] & adj & _prev(f["term"])
+    term = f["term"] | carry
+    dot = f["dot"] | (carry & _prev(f["dot"]))
+    abbr = torch.where(f["word_dot"], f["abbr_self"], _prev(f["abbr_word"]) & adj)  # the word before the '.'
+    abbr = abbr | (carry & _prev(abbr))
+    nxt_ws = _next(f["lead_ws"]) & adj_next
+    skip = _next(f["space_only"])                           # a lone " " token: look one further
+    nxt_digit = _next(f["lead_digit"]) | (skip & _next(_next(f["lead_digit"])))
+    follows = f["ws_after"] | (nxt_ws & ~nxt_digit)
+    sentence = term & follows & ~(dot & abbr)
+    paragraph = f["para"] | (f["nl_end"] & _next(f["lead_nl"]) & adj_next)
+    return sentence | paragraph
 
 
 def unit_starts(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) -> torch.Tensor:
-    """(..., N) bool: entry i starts a unit — its document position does not follow entry i-1's, or entry
-    i-1 ended a sentence and entry i is not itself trailing punctuation / whitespace. src, tok: (..., N)."""
-    ends, blank = table.flags(tok)
-    starts = torch.ones_like(src, dtype=torch.bool)
-    gap = src[..., 1:] != src[..., :-1] + 1
-    starts[..., 1:] = gap | (ends[..., :-1] & ~blank[..., 1:])
-    return starts
+    """(..., N) bool: entry i starts a unit — its document position does not follow entry i-1's, or it is the
+    first entry with text (not only punctuation / whitespace, which stays with the sentence before it) after a
+    sentence or paragraph end. src, tok: (..., N)."""
+    ends = sentence_ends(src, tok, table)
+    blank = table.table(tok)["blank"]
+    N = src.shape[-1]
+    idx = torch.arange(N).expand_as(src)
+    gap = torch.ones_like(src, dtype=torch.bool)
+    gap[..., 1:] = src[..., 1:] != src[..., :-1] + 1
+    content = ~blank
+    last_end = torch.where(ends, idx, torch.full_like(idx, -1)).cummax(-1).values
+    last_text = torch.where(content | gap, idx, torch.full_like(idx, -1)).cummax(-1).values
+    after_end = _prev(last_end, -1) >= 0
+    after_end &= _prev(last_end, -1) >= _prev(last_text, -1)
+    return gap | (content & after_end)
 
 
 def segment_ids(starts: torch.Tensor, max_len: int) -> torch.Tensor:

@@ -1,0 +1,39 @@
+"""The final narrowing (final_keep) applies only to pots distilled while reading: a document that fits the pot
+whole is answered from all of it (issue 22, measured in the README)."""
+
+from infinipot_cli.engine import Engine, PotConfig
+from tiny_models import VOCAB, make_model
+
+import torch
+
+HEADER = [1, 2, 3, 4]
+CATALYST = [11, 12, 13, 14, 15]
+PROMPT = [21, 22, 23, 24, 25, 26]
+QUESTION = (1, 3)
+
+
+class _Tok:
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(65 + i % 26) for i in ids)
+
+
+def _read(model, n, **kw):
+    g = torch.Generator().manual_seed(3)
+    eng = Engine(model, _Tok(), PotConfig(size=256, keep=128, chunk=32, final_keep=40, **kw), catalyst_ids=CATALYST)
+    eng.pin(HEADER)
+    eng.feed(torch.randint(30, VOCAB, (n,), generator=g).tolist())
+    eng.finish()
+    return eng
+
+
+def test_a_pot_that_was_never_distilled_is_not_narrowed():
+    model = make_model("llama")
+    whole = _read(model, 150)  # fits the pot: never distilled
+    assert whole.cycles == 0 and len(whole.pot) == 154
+    whole.answer(PROMPT, max_new_tokens=4, focus=QUESTION)
+    assert whole.cycles == 0 and len(whole.pot) == 154
+    read = _read(model, 600)   # distilled while reading: narrowed to final_keep before the answer
+    assert read.cycles > 0
+    cycles = read.cycles
+    read.answer(PROMPT, max_new_tokens=4, focus=QUESTION)
+    assert read.cycles == cycles + 1 and len(read.pot) == 40
