@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 from transformers import DynamicCache
 
+from .archive import Archive, recall
 from .errors import UsageError
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
@@ -49,6 +50,8 @@ class PotConfig:
                               # 0 = only when the pot is too full (the paper)
     reencode: bool = True     # InfiniPot option: answer a question from a fresh prefill of the pot's tokens
                               # (when every layer and head holds the same ones); False = from the pot's KV (paper)
+    recall: int = 1024        # InfiniPot option: a question the pot was not read with first recalls up to N
+                              # tokens of evicted sentences from the archive (archive.py); 0 = off (the paper)
 
     def policy(self) -> Policy:
         opts = {}
@@ -78,7 +81,7 @@ class PotConfig:
 # reencode=True (answer a question from a fresh prefill of the kept tokens instead of their KV states as read:
 # on 56 needle cells, 4K-128K, it fixed 6 of the 7 needles held whole but answered wrongly from the KV, broke 1).
 PAPER_OPTIONS = {"span": 0, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
-                 "final_keep": 0, "reencode": False}
+                 "final_keep": 0, "reencode": False, "recall": 0}
 # The previous default (before sentence segments, question relevance and the final narrowing): a 32-entry
 # sliding mean of the CaP sum.
 SPAN_OPTIONS = {"span": 32, "segment": 0, "relevance": False, "final_keep": 0, "reencode": False}
@@ -92,7 +95,7 @@ def _flag(v: str) -> bool:
 
 _SPEC_OPTS = {"alpha": float, "pool": int, "nuc_decay": float, "recent": int, "span": int, "share_from": float,
               "share": _flag, "relevance": _flag, "segment": int, "rel_share": float,
-              "final_keep": int, "reencode": _flag}
+              "final_keep": int, "reencode": _flag, "recall": int}
 
 
 def split_method_spec(spec: str) -> tuple[str, dict]:
@@ -164,6 +167,8 @@ class Engine:
         self.where = ""
         self.timings = Timings()
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
+        self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
+        self.recalled = 0                 # tokens the last answer recalled from the archive
         self.t0 = time.perf_counter()
         self._check_sizes()
 
@@ -269,12 +274,14 @@ class Engine:
 
     @torch.no_grad()
     def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
-                 focus: tuple[int, int] | None = None) -> tuple[torch.Tensor, cap_scores.Capture]:
+                 focus: tuple[int, int] | None = None, src: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, cap_scores.Capture]:
         """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, capture).
 
         The document part is recorded in the pot; the catalyst's entries are cropped away afterwards.
         `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token);
-        `focus`: the question's rows among them (question relevance, scoring/cap.py).
+        `focus`: the question's rows among them (question relevance, scoring/cap.py); `src`: (n,) document
+        positions of `ids` re-read from the archive (recall): the reading position does not advance.
         """
         pol = self.policy
         cat = list(cat or [])
@@ -300,13 +307,15 @@ class Engine:
             else:
                 nov = torch.zeros(n)
             self.timings.nuc += time.perf_counter() - t1
+            recalled = src is not None
             if pinned:
                 src = -1 - torch.arange(n)
-            else:
+            elif not recalled:
                 src = torch.arange(self.tokens_read, self.tokens_read + n)
             self.pot.append_meta(src, ids_t, nov)
-            self.prev_hidden = hidden[n - 1].clone()
-            if not pinned:
+            if not recalled:
+                self.prev_hidden = hidden[n - 1].clone()
+            if not pinned and not recalled:
                 self.tokens_read += n
                 self.where = self._where_at(self.tokens_read - 1)
         if pol.needs_acc and capt.scores:
@@ -345,6 +354,7 @@ class Engine:
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = forced.gather(-1, chosen) if forced is not None else None
         idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         pot.keep(idx)
@@ -363,7 +373,9 @@ class Engine:
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real
         prompt as the catalyst (`focus`: the question's tokens in it). With `final_keep` set and a question
         (`focus` given), it also runs whenever the pot holds more than `final_keep` entries, down to
-        `final_keep` (and when it must run anyway, it keeps no more than that). With `reencode` and a
+        `final_keep` (and when it must run anyway, it keeps no more than that). With `recall` and a question
+        the pot was not read with, the archive's best sentences for it are first forwarded into the pot
+        (archive.py). With `reencode` and a
         question, the answer is generated over a fresh prefill of the tokens the pot holds (`_reencoded`). The
         pot is otherwise left as it was before the prompt (the prompt and the answer are cropped away
         afterwards, or were never added to it), so the same pot can answer again.
@@ -373,6 +385,8 @@ class Engine:
         pot, pol, cfg = self.pot, self.policy, self.cfg
         F = len(prompt_ids)
         self._emit("answer")
+        if cfg.bounded and cfg.recall and focus is not None and pol.catalyst == "prompt" and final_distill:
+            self.recalled = recall(self, prompt_ids, focus, max_new_tokens)
         if cfg.bounded:
             limit = cfg.size - F - max_new_tokens
             if limit <= pot.n_pinned + 16:

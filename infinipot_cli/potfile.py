@@ -8,6 +8,8 @@ A pot file is a safetensors file (never pickle). Tensors:
     prev_hidden                           (d,) last hidden state (absent before anything was read)
     catalyst                              (n,) int64 catalyst prompt ids
     pending                               (n,) int64 document ids fed but not yet forwarded
+    archive.ids, archive.segs             (T,) int32 / (K, 2) int64 — evicted sentences (archive.py; absent
+                                          when nothing was evicted, and in pots written before it existed)
 
 The JSON metadata lives in the safetensors header, ``__metadata__ = {"infinipot": json.dumps(meta)}``; see
 :func:`save_pot` for its keys. ``tensors_sha256`` (a hash over every tensor's name, dtype, shape and bytes)
@@ -50,7 +52,7 @@ _PROBE_PER_PARAM = 16
 RESERVED = {"format_version", "infinipot_version", "fingerprint", "weights_probe", "dtype", "config",
             "tokens_read", "cycles", "entries", "n_pinned", "n_distilled", "peak_entries", "layers", "kv_heads",
             "head_dim", "cache_layers", "kv_bytes", "fed", "pending", "where", "provenance", "tensors_sha256",
-            "meta_sha256"}
+            "meta_sha256", "archive"}
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -149,6 +151,7 @@ def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]
     tensors["pending"] = torch.tensor(list(engine.pending), dtype=torch.long)
     if engine.prev_hidden is not None:
         tensors["prev_hidden"] = engine.prev_hidden.detach().cpu().contiguous().clone()
+    tensors.update(engine.archive.tensors())
 
     bad = RESERVED & set(meta)
     if bad:
@@ -185,6 +188,7 @@ def _collect(engine: Engine, meta: dict) -> tuple[dict[str, torch.Tensor], dict]
         "pending": len(engine.pending),
         "where": engine.where,
         "provenance": [[int(s), str(w)] for s, w in engine.provenance],
+        "archive": {"segments": len(engine.archive), "tokens": engine.archive.tokens},
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     info.update(meta)  # "sources", "created", anything else the caller records
@@ -378,6 +382,18 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
                 bad(f"tensor {name!r} is {tuple(x.shape)}, expected (1, {H}, {S}, {D})")
     if "prev_hidden" in t and t["prev_hidden"].dim() != 1:
         bad("tensor 'prev_hidden' is not a vector")
+    if ("archive.ids" in t) != ("archive.segs" in t):
+        bad("the archive is incomplete")
+    if "archive.segs" in t:
+        from .archive import Archive
+
+        try:
+            Archive.from_tensors(t["archive.ids"], t["archive.segs"])
+        except ValueError as e:
+            bad(str(e))
+        segs = t["archive.segs"]
+        if segs.numel() and int((segs[:, 0] + segs[:, 1]).max()) > meta["tokens_read"]:
+            bad("archive positions outside the document")
     if S:
         src = t["src"]
         if int(src.max()) >= meta["tokens_read"] or int(src.min()) < -max(1, meta["n_pinned"]):
@@ -455,6 +471,10 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     engine.pending = tensors["pending"].tolist()
     engine._fed = int(meta.get("fed", engine.tokens_read + len(engine.pending)))
     engine.where = str(meta.get("where", ""))
+    if "archive.segs" in tensors:
+        from .archive import Archive
+
+        engine.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"])
     return engine, meta
 
 
