@@ -153,3 +153,42 @@ def test_ask_from_a_loaded_pot_never_opens_the_source(tmp_path, builtin):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["pot"]["peak_entries"] <= 384
     assert "biscuit tin" in out["answer"].lower(), out["answer"]
+
+
+def test_new_needle_kinds_state_their_answer():
+    from infinipot_cli.evaluate.needles import KINDS, make_needle
+
+    assert {"year", "quantity", "role"} <= set(KINDS)
+    for kind in ("year", "quantity", "role"):
+        for seed in range(20):
+            n = make_needle(kind, seed)
+            assert n.expect in n.text and n.text.endswith(".") and n.question.endswith("?")
+            assert n.answer_prefix and n.expect not in n.answer_prefix
+        if kind == "quantity":  # the number comes with its unit
+            assert any(f"{n.expect} {u}" in n.text for u in ("litres", "metres", "kilograms", "kilometres"))
+
+
+
+def test_bench_needle_read_then_ask_flow(tmp_path, builtin):
+    """`bench needle --flow direct,read-then-ask`: both rows on the same cell, side by side, with held shares."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from infinipot_cli.evaluate.cli import bench_app
+
+    out = tmp_path / "needle"
+    r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.3", "--kinds", "year",
+                                       "--flow", "direct,read-then-ask", "--pot-size", "512", "--keep", "256",
+                                       "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "read-then-ask" in r.stdout
+    doc = json.loads((out / "needle.json").read_text())
+    assert [t["flow"] for t in doc["trials"]] == ["direct", "read-then-ask"]
+    direct, later = doc["trials"]
+    assert direct["needle"] == later["needle"] and direct["length"] == later["length"] == 1024
+    assert direct["recalled"] == 0                       # the question was known while reading: nothing to recall
+    assert later["archive_tokens"] > 0 and later["held_read"] is not None and later["held"] is not None
+    assert {c["method"] for c in doc["summary"]} == {"infinipot", "infinipot · read-then-ask"}
+    r = CliRunner().invoke(bench_app, ["needle", "--flow", "later", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "--flow" in r.output
