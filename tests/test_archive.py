@@ -148,11 +148,11 @@ def test_ask_from_a_loaded_pot_never_opens_the_source(tmp_path, builtin):
     r = CliRunner().invoke(app, ["read", str(doc), "--save-pot", str(pot), *opts])
     assert r.exit_code == 0, r.output
     doc.unlink()
-    r = CliRunner().invoke(app, ["ask", "--load-pot", str(pot), QUESTION, "--json", "--max-new-tokens", "12", "-q"])
+    r = CliRunner().invoke(app, ["ask", "--load-pot", str(pot), QUESTION, "--json", "--max-new-tokens", "20", "-q"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["pot"]["peak_entries"] <= 384
-    assert "biscuit tin" in out["answer"].lower(), out["answer"]
+    assert "blue" in out["answer"].lower(), out["answer"]
 
 
 def test_new_needle_kinds_state_their_answer():
