@@ -38,7 +38,7 @@ def test_defaults_and_paper_preset():
     assert split_method_spec("infinipot-paper") == ("infinipot", PAPER_OPTIONS)
     assert split_method_spec("infinipot-paper+span=8+alpha=0") == (
         "infinipot", {"span": 8, "share": False, "share_from": 0.0, "segment": 0, "relevance": False, "rel_share": 1.0,
-                      "final_keep": 0, "reencode": False, "alpha": 0.0})
+                      "final_keep": 0, "reencode": False, "recall": 0, "alpha": 0.0})
     assert split_method_spec("infinipot+rel_share=0.25") == ("infinipot", {"rel_share": 0.25})
     prev = PotConfig.from_spec("infinipot-span")
     assert (prev.segment, prev.relevance, prev.span, prev.share, prev.final_keep, prev.reencode) == (
