@@ -163,8 +163,9 @@ class Archive:
         if done == len(self._segs):
             return
         ids = self.ids()
-        texts = tokenizer.batch_decode([ids[self._offsets[i]:self._offsets[i + 1]].tolist()
-                                        for i in range(done, len(self._segs))], skip_special_tokens=True)
+        segs = [ids[self._offsets[i]:self._offsets[i + 1]].tolist() for i in range(done, len(self._segs))]
+        batch = getattr(tokenizer, "batch_decode", None)
+        texts = batch(segs, skip_special_tokens=True) if batch else [tokenizer.decode(x) for x in segs]
         for text in texts:
             c = Counter(words(text))
             self._index.append(c)
