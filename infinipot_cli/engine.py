@@ -20,6 +20,7 @@ from typing import Callable
 
 import torch
 
+from .archive import Archive, recall
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
 from .decode import AnswerCache, generate
 from .errors import UsageError
@@ -94,6 +95,8 @@ class Engine:
         self.where = ""
         self.timings = Timings()
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
+        self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
+        self.recalled = 0                 # tokens the last answer recalled from the archive
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -191,12 +194,14 @@ class Engine:
 
     @torch.no_grad()
     def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
-                 focus: tuple[int, int] | None = None) -> tuple[torch.Tensor, cap_scores.Capture]:
+                 focus: tuple[int, int] | None = None, src: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, cap_scores.Capture]:
         """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, capture).
 
         The document part is recorded in the pot; the catalyst's entries are cropped away afterwards.
         `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token);
-        `focus`: the question's rows among them (question relevance, scoring/cap.py).
+        `focus`: the question's rows among them (question relevance, scoring/cap.py); `src`: (n,) document
+        positions of `ids` re-read from the archive (recall): the reading position does not advance.
         """
         pol = self.policy
         cat = list(cat or [])
@@ -205,6 +210,7 @@ class Engine:
         if not inp:
             return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
+        recalled = src is not None
         try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
             t0 = time.perf_counter()
             x = torch.tensor([inp], device=self.device)
@@ -223,7 +229,10 @@ class Engine:
                 else:
                     nov = torch.zeros(n)
                 self.timings.nuc += time.perf_counter() - t1
-                src = -1 - torch.arange(n) if pinned else torch.arange(self.tokens_read, self.tokens_read + n)
+                if pinned:
+                    src = -1 - torch.arange(n)
+                elif not recalled:
+                    src = torch.arange(self.tokens_read, self.tokens_read + n)
                 last = hidden[n - 1].clone()
             acc = None
             if pol.needs_acc and capt.scores:
@@ -231,12 +240,13 @@ class Engine:
                 acc = torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])  # (L, H, S)
         except BaseException:
             self.pot.crop(base_len)
-            if ids and not pinned:
+            if ids and not pinned and not recalled:
                 self.pending = list(ids) + self.pending  # not read: back to the front of the queue
             raise
         with deferred_interrupt():  # commit: metadata, counters and cache length change together
             if n:
                 self.pot.append_meta(src, ids_t, nov)
+            if n and not recalled:
                 self.prev_hidden = last
                 if not pinned:
                     self.tokens_read += n
@@ -244,7 +254,7 @@ class Engine:
             if acc is not None:
                 self.pot.acc = self.pot.acc + acc
             self.pot.crop(base_len + n)
-        if not pinned and n:
+        if not pinned and not recalled and n:
             self._emit("read")
         return hidden, capt
 
@@ -275,7 +285,8 @@ class Engine:
         idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
-        with deferred_interrupt():  # the distilled pot and the cycle count change together
+        with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
+            self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
             pot.keep(idx, rerotate=pol.rerotate)
             self.cycles += 1
         self.timings.rerotate += time.perf_counter() - t1
@@ -294,8 +305,9 @@ class Engine:
         If pot + prompt + answer budget would exceed M, one last distillation runs first with the real prompt as
         the catalyst (§3.2). A question (CaP-Q; `focus`: the question's tokens in the prompt) also narrows the pot
         to `final_keep` entries and, with `reencode`, is answered over a fresh prefill of the kept text
-        (`_reencoded`); a summary wants breadth and does neither. Whatever this answer changed is undone after
-        it (also when it fails or is interrupted): the same pot answers the next question as read.
+        (`_reencoded`); a summary wants breadth and does neither. With `recall`, a question the pot was not read
+        with first brings back the archive's best sentences for it (archive.py). Whatever this answer changed is
+        undone after it (also when it fails or is interrupted): the same pot answers the next question as read.
         """
         if mode not in ("question", "summary"):
             raise ValueError(f"mode must be 'question' or 'summary', not {mode!r}")
@@ -305,8 +317,11 @@ class Engine:
         question = mode == "question" and pol.catalyst == "prompt"
         self._emit("answer")
         target = self._final_target(len(prompt_ids), max_new_tokens, question)
-        snap = pot.snapshot() if target is not None else None  # this answer's distillation is undone afterwards
+        snap = pot.snapshot() if question or target is not None else None  # what this answer changes is undone
         try:
+            if question and cfg.bounded and cfg.recall and focus is not None:  # a question the pot was not read with
+                self.recalled = recall(self, prompt_ids, focus, max_new_tokens)
+                target = self._final_target(len(prompt_ids), max_new_tokens, question) if self.recalled else target
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
             extra = len(prompt_ids) + max_new_tokens  # room for the prompt and the answer, allocated once
@@ -387,12 +402,14 @@ class Engine:
         tensors["pending"] = torch.tensor(self.pending, dtype=torch.long)
         if self.prev_hidden is not None:
             tensors["prev_hidden"] = self.prev_hidden.detach().cpu().contiguous().clone()  # (d,)
+        tensors.update(self.archive.tensors())  # archive.ids (T,) int32, archive.segs (K, 2): evicted sentences
         facts = {"config": self.cfg.as_dict(), "tokens_read": int(self.tokens_read), "cycles": int(self.cycles),
                  "entries": len(pot), "n_pinned": int(pot.n_pinned), "n_distilled": int(pot.n_distilled),
                  "peak_entries": int(pot.peak_entries), "layers": pot.num_layers, "kv_heads": pot.num_kv_heads,
                  "cache_layers": len(pot.cache.layers) if pot.cache_len() else 0, "kv_bytes": int(pot.kv_bytes()),
                  "fed": int(self._fed), "pending": len(self.pending), "where": self.where,
-                 "provenance": [[int(s), str(w)] for s, w in self.provenance]}
+                 "provenance": [[int(s), str(w)] for s, w in self.provenance],
+                 "archive": {"segments": len(self.archive), "tokens": self.archive.tokens}}
         return tensors, facts
 
     @classmethod
@@ -419,6 +436,8 @@ class Engine:
         eng.pending = tensors["pending"].tolist()
         eng._fed = int(facts.get("fed", eng.tokens_read + len(eng.pending)))
         eng.where = str(facts.get("where", ""))
+        if "archive.segs" in tensors:  # pots saved before the archive existed have none
+            eng.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"])
         return eng
 
     # ---- events ---------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ A pot file is a safetensors file (never pickle). Tensors:
     prev_hidden                           (d,) last hidden state (absent before anything was read)
     catalyst                              (n,) int64 catalyst prompt ids
     pending                               (n,) int64 document ids fed but not yet forwarded
+    archive.ids, archive.segs             (T,) int32 / (K, 2) int64 — evicted sentences (archive.py; absent
+                                          when nothing was evicted, and in pots written before it existed)
 
 The JSON metadata lives in the safetensors header, ``__metadata__ = {"infinipot": json.dumps(meta)}``; see
 :func:`save_pot` for its keys. ``tensors_sha256`` (a hash over every tensor's name, dtype, shape and bytes)
@@ -51,7 +53,7 @@ _PROBE_PER_PARAM = 16
 RESERVED = {"format_version", "infinipot_version", "fingerprint", "weights_probe", "dtype", "config",
             "tokens_read", "cycles", "entries", "n_pinned", "n_distilled", "peak_entries", "layers", "kv_heads",
             "head_dim", "cache_layers", "kv_bytes", "kv_dtype", "fed", "pending", "where", "provenance", "tensors_sha256",
-            "meta_sha256"}
+            "meta_sha256", "archive"}
 
 # How the KV cache is stored: fp32 KV as bf16 (half the file; measured: the same answers from the loaded pot,
 # docs/results/needle.md); other dtypes as they are. Loading casts back to the model's dtype, so fp32 pots written
@@ -388,6 +390,18 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
                 bad(f"tensor {name!r} is {tuple(x.shape)}, expected (1, {H}, {S}, {D})")
     if "prev_hidden" in t and t["prev_hidden"].dim() != 1:
         bad("tensor 'prev_hidden' is not a vector")
+    if ("archive.ids" in t) != ("archive.segs" in t):
+        bad("the archive is incomplete")
+    if "archive.segs" in t:
+        from .archive import Archive
+
+        try:
+            Archive.from_tensors(t["archive.ids"], t["archive.segs"])
+        except ValueError as e:
+            bad(str(e))
+        segs = t["archive.segs"]
+        if segs.numel() and int((segs[:, 0] + segs[:, 1]).max()) > meta["tokens_read"]:
+            bad("archive positions outside the document")
     if S:
         src = t["src"]
         if int(src.max()) >= meta["tokens_read"] or int(src.min()) < -max(1, meta["n_pinned"]):

@@ -274,7 +274,7 @@ def test_read_meta_and_inspect(saved, tok):
     assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32, "pool": 0,
                               "nuc_decay": 1.0, "recent": 0, "span": 0, "share": True,
                               "share_from": 0.5, "relevance": True, "segment": 48, "rel_share": 1.0,
-                              "final_keep": 512, "reencode": True}
+                              "final_keep": 512, "reencode": True, "recall": 1024}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
     assert meta["entries"] == len(eng.pot) and meta["n_pinned"] == len(HEADER)

@@ -53,7 +53,10 @@ def test_take_segments_takes_whole_segments_best_mean_first_and_fills_exactly():
     got = take_segments(seg, score, torch.tensor([6]), none, exact=False)
     assert got[0].nonzero().flatten().tolist() == [3, 4, 5, 6, 7, 8]          # segments 1 and 2 (2 + 4 entries)
     got = take_segments(seg, score, torch.tensor([7]), none, exact=True)
-    assert got[0].nonzero().flatten().tolist() == [0, 3, 4, 5, 6, 7, 8]       # + the first entry of segment 0
+    assert got[0].nonzero().flatten().tolist() == [3, 4, 5, 6, 7, 8, 9]       # + segment 3, whole, further down
+    got = take_segments(seg, score, torch.tensor([8]), none, exact=True)
+    # no free segment fits the last 2 slots: single entries of the worst-ranked one (segment 3, then segment 0)
+    assert got[0].nonzero().flatten().tolist() == [0, 3, 4, 5, 6, 7, 8, 9]
     got = take_segments(seg, score, torch.tensor([3]), none, exact=False)
     assert got[0].nonzero().flatten().tolist() == [3, 4]                     # the next best (4 entries) does not fit
     # a segment already partly taken is not taken again
@@ -172,3 +175,25 @@ def test_a_blank_line_ends_a_paragraph_without_a_period_and_a_wrapped_line_does_
     tok = _builtin_tok()
     assert _sentences(tok, "Chapter One\n\nIt was late\nand dark. Then") == ["Chapter One", "It was late\nand dark.",
                                                                            "Then"]
+def test_a_planted_sentence_at_the_budget_edge_is_never_cut_mid_way():
+    """Issue 25: the best sentence that does not fit the room left is kept whole or not at all; the room goes
+    to whole smaller sentences further down and, last, to single entries of the worst-ranked ones."""
+    torch.manual_seed(0)
+    for trial in range(200):
+        lens = torch.randint(1, 30, (12,)).tolist()
+        seg = torch.repeat_interleave(torch.arange(len(lens)), torch.tensor(lens))[None]  # (1, N)
+        n = seg.shape[1]
+        score = torch.rand(len(lens))[seg]                      # (1, N) one score per segment
+        planted = int(torch.randint(0, len(lens), ()))
+        # budget: the planted sentence ranks next but sticks out past the budget's edge
+        order = sorted(range(len(lens)), key=lambda i: -float(score[0, seg[0] == i][0]))
+        better = [i for i in order if i != planted][: int(torch.randint(0, len(lens) - 1, ()))]
+        score[0, seg[0] == planted] = min(float(score[0, seg[0] == i][0]) for i in better) - 1e-3 if better else 2.0
+        budget = sum(lens[i] for i in better) + int(torch.randint(0, lens[planted], ()))
+        got = take_segments(seg, score, torch.tensor([budget]), torch.zeros(1, n, dtype=torch.bool), exact=True)
+        assert int(got.sum()) == min(budget, n)
+        kept = int(got[0, seg[0] == planted].sum())
+        others_full = bool(got[0, seg[0] != planted].all())  # cut only when nothing else is left to take
+        assert kept in (0, lens[planted]) or others_full, (trial, lens, planted, budget, kept)
+        if kept == 0 and budget - sum(lens[i] for i in better) >= 1:
+            assert got[0, seg[0] != planted].sum() == budget  # the room went to other sentences, whole first

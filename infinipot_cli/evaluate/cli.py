@@ -9,6 +9,7 @@ The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -77,7 +78,8 @@ def _trace_outputs(rec: dict, out: Path, about: str) -> None:
     from .trace import summary_text
 
     # trials are counted from 1 here, as in the progress lines (needle.json's `trial` counts from 0)
-    name = f"trace-{rec['method']}-{fmt_tokens(rec['length_target'])}-{rec['depth']:g}-{rec['trial'] + 1}.png"
+    flow = "" if rec.get("flow", "direct") == "direct" else f"-{rec['flow']}"
+    name = f"trace-{rec['method']}{flow}-{fmt_tokens(rec['length_target'])}-{rec['depth']:g}-{rec['trial'] + 1}.png"
     if rec["trace"]:
         plots.trace_plot(rec, out / name, title=f"{rec['method']} {fmt_tokens(rec['length_target'])} depth "
                                                 f"{rec['depth']:g} trial {rec['trial'] + 1} ({about})")
@@ -99,7 +101,8 @@ def needle_cmd(
     dtype: Optional[str] = DtypeOpt,
     haystack: Optional[str] = HaystackOpt,
     kinds: str = typer.Option("all", "--kinds", help="Needle kinds, rotated over cells: passkey (the paper's task), "
-                                                     "name, fact, or all."),
+                                                     "name, fact, year, quantity (a number with its unit), "
+                                                     "role (a person by role), or all."),
     needle: Optional[str] = typer.Option(None, "--needle", help="Your own needle sentence (with --question and --expect)."),
     question: Optional[str] = typer.Option(None, "--question", help="The question that asks for your needle."),
     expect: Optional[str] = typer.Option(None, "--expect", help="Correct = this string appears in the answer (any case)."),
@@ -111,6 +114,10 @@ def needle_cmd(
     threads: Optional[int] = ThreadsOpt,
     out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    flow: str = typer.Option("direct", "--flow", help="Comma-separated: direct (the question is the catalyst while "
+                                                      "reading, as `ask DOC q`), read-then-ask (read with the "
+                                                      "general catalyst, then ask from that state, as `read "
+                                                      "--save-pot` + `ask --load-pot`); both sit side by side."),
     trace: bool = typer.Option(False, "--trace", help="After every distillation, record where the needle's tokens "
                                                       "are and what fills the pot: a `trace` per trial in needle.json, "
                                                       "trace-<method>-<length>-<depth>-<trial>.png and a summary on "
@@ -118,7 +125,7 @@ def needle_cmd(
 ) -> None:
     """Needle in a haystack: accuracy per method x length x depth; JSON of every trial; a heatmap per method."""
     from . import plots, report
-    from .needle import NeedleConfig, run_needle, summarize
+    from .needle import NeedleConfig, parse_flows, run_needle, summarize
     from .needles import custom_needle, parse_kinds
     from .progress import Progress
 
@@ -128,12 +135,13 @@ def needle_cmd(
                            chunk=chunk, kinds=parse_kinds(kinds),
                            needle=custom_needle(needle, question, expect, answer_prefix),
                            haystack=haystack or None, seed=seed, max_new_tokens=max_new_tokens,
-                           trace=trace)
+                           trace=trace, flows=parse_flows(flow))
         _check_pot(pot_size, keep, chunk)
         check_haystack(haystack)
         lm = _load(model, device, dtype, threads)
-        total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods)
-        progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods), enabled=not quiet)
+        runs = len(cfg.methods) * len(cfg.flows)
+        total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * runs
+        progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * runs, enabled=not quiet)
         if not quiet:
             typer.echo(f"needle: {total} runs, {lm.name} on {lm.device} ({str(lm.dtype).removeprefix('torch.')}, "
                        f"{torch_threads()} threads), pot {pot_size}/{keep}", err=True)
@@ -156,8 +164,10 @@ def needle_cmd(
         run_needle(lm, cfg, progress, on_trial)
         summary = summarize(trials_done)
         report.write_json(out / "needle.json", doc(True))
-        pngs = [plots.needle_heatmap(summary, m, cfg.lengths, cfg.depths, out / f"needle-{m}.png",
-                                     title=f"{m} (M={pot_size}, C={keep})\n{lm.name}") for m in cfg.methods]
+        labels = list(dict.fromkeys(c["method"] for c in summary))
+        pngs = [plots.needle_heatmap(summary, m, cfg.lengths, cfg.depths,
+                                     out / f"needle-{re.sub(r'[^A-Za-z0-9.+=_-]+', '-', m)}.png",
+                                     title=f"{m} (M={pot_size}, C={keep})\n{lm.name}") for m in labels]
     except InfinipotError as e:
         _fail(e)
         return

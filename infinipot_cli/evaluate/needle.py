@@ -38,12 +38,34 @@ class NeedleConfig:
     max_new_tokens: int = 48         # answers end on their own (stopping.py): a budget, not a cut
     piece: int = 1024                 # tokens per engine.feed call
     trace: bool = False               # record per-distillation needle diagnostics (trace.py)
+    flows: list[str] = field(default_factory=lambda: ["direct"])  # FLOWS: question known while reading, or not
 
     def describe(self) -> dict:
         d = {k: getattr(self, k) for k in ("methods", "lengths", "depths", "trials", "pot_size", "keep", "chunk",
-                                          "kinds", "haystack", "seed", "max_new_tokens", "trace")}
+                                          "kinds", "haystack", "seed", "max_new_tokens", "trace", "flows")}
         d["needle"] = self.needle.as_dict() if self.needle else None
         return d
+
+
+# direct: the question is the catalyst while reading (CaP-Q), as `infinipot ask DOC "q"`;
+# read-then-ask: read with the general catalyst (CaP-G, the question unknown, as `read --save-pot`), then ask
+# from that state (as `ask --load-pot`): the pot, its archive of evicted sentences (archive.py) and recall.
+FLOWS = ["direct", "read-then-ask"]
+
+
+def parse_flows(spec: str) -> list[str]:
+    from ..errors import UsageError
+
+    flows = [f.strip().lower() for f in spec.split(",") if f.strip()]
+    bad = [f for f in flows if f not in FLOWS]
+    if bad or not flows:
+        raise UsageError(f"--flow: unknown flow {', '.join(bad) or '(none)'}; choose from {', '.join(FLOWS)}")
+    return list(dict.fromkeys(flows))
+
+
+def flow_label(method: str, flow: str) -> str:
+    """The row label of a (method, flow): the method for the direct flow, "method · flow" otherwise."""
+    return method if flow == "direct" else f"{method} · {flow}"
 
 
 def cell_needle(cfg: NeedleConfig, length: int, depth: float, trial: int) -> Needle:
@@ -76,10 +98,10 @@ def max_positions(model) -> int | None:
 
 
 def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int, depth: float, trial: int,
-              progress: Progress | None = None) -> dict:
-    """Read one haystack with one method and ask for the needle; returns the trial record."""
+              progress: Progress | None = None, flow: str = "direct") -> dict:
+    """Read one haystack with one method and ask for the needle (`flow`: see FLOWS); the trial record."""
     needle = cell_needle(cfg, length, depth, trial)
-    rec: dict = {"method": method, "length_target": length, "length": 0, "depth": depth, "trial": trial,
+    rec: dict = {"method": method, "flow": flow, "length_target": length, "length": 0, "depth": depth, "trial": trial,
                  "needle_kind": needle.kind, "needle": needle.text, "question": needle.question,
                  "expect": needle.expect, "answer_prefix": needle.answer_prefix, "answer": None, "correct": None,
                  "skipped": None, "pot_size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk}
@@ -103,7 +125,10 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         if tracer is not None:
             tracer.on_event(ev, eng)
 
-    cat, cat_focus = prompts.catalyst("question", needle.question)
+    if flow == "direct":
+        cat, cat_focus = prompts.catalyst("question", needle.question)
+    else:  # the question is unknown while reading: the general catalyst (CaP-G)
+        cat, cat_focus = prompts.catalyst("general")
     eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
     units = haystack_units(cfg.haystack, f"{cfg.seed}:{length}:{depth}:{trial}")
     t0 = time.perf_counter()
@@ -112,14 +137,21 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         eng.feed(ids)
     eng.finish()
     read_s = time.perf_counter() - t0
+    held_read = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     t1 = time.perf_counter()
     stopper = Stopper("question", prefix=needle.answer_prefix)  # the first sentence, or a loop, ends it
     answer = stopper.trim(eng.answer(ask, "question", max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(),
                                      focus=ask_focus, should_stop=stopper.should_stop)).strip()
     answer_s = time.perf_counter() - t1
     held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
+    archived = None
+    if placement.needle_start >= 0 and placement.needle_tokens > 0:
+        cov = eng.archive._covered
+        a, b = placement.needle_start, placement.needle_start + placement.needle_tokens
+        archived = round(float(cov[a:min(b, cov.numel())].sum()) / placement.needle_tokens, 4) if cov.numel() > a else 0.0
     rec.update({
-        "held": held,
+        "held": held, "held_read": held_read, "archived": archived, "recalled": eng.recalled,
+        "archive_tokens": eng.archive.tokens,
         "length": eng.tokens_read, "answer": answer, "correct": needle.check(answer),
         "needle_start": placement.needle_start, "needle_tokens": placement.needle_tokens,
         "depth_actual": round(placement.depth_actual, 4),
@@ -145,10 +177,11 @@ def run_needle(lm, cfg: NeedleConfig, progress: Progress | None = None,
     for length in cfg.lengths:
         for depth in cfg.depths:
             for trial in range(cfg.trials):
-                for method in cfg.methods:
+                for method, flow in [(m, f) for m in cfg.methods for f in cfg.flows]:
                     if progress is not None:
-                        progress.start(f"{method} {fmt_tokens(length)} depth {depth:g} trial {trial + 1}", length)
-                    rec = run_trial(lm, prompts, cfg, method, length, depth, trial, progress)
+                        progress.start(f"{flow_label(method, flow)} {fmt_tokens(length)} depth {depth:g} "
+                                       f"trial {trial + 1}", length)
+                    rec = run_trial(lm, prompts, cfg, method, length, depth, trial, progress, flow)
                     if progress is not None:
                         if rec["skipped"]:
                             progress.skip(rec["skipped"])
@@ -162,12 +195,13 @@ def run_needle(lm, cfg: NeedleConfig, progress: Progress | None = None,
 
 
 def summarize(trials: list[dict]) -> list[dict]:
-    """Accuracy per (method, length, depth): [{method, length, depth, correct, n, accuracy, skipped}]."""
+    """Accuracy per (method · flow, length, depth): [{method, flow, length, depth, correct, n, accuracy, skipped,
+    held}]; `method` is the row label (flow_label), `held` the needle's mean held share when answering."""
     cells: dict[tuple, dict] = {}
     for r in trials:
-        key = (r["method"], r["length_target"], r["depth"])
-        c = cells.setdefault(key, {"method": key[0], "length": key[1], "depth": key[2], "correct": 0, "n": 0,
-                                   "skipped": None, "held": None})
+        key = (flow_label(r["method"], r.get("flow", "direct")), r["length_target"], r["depth"])
+        c = cells.setdefault(key, {"method": key[0], "flow": r.get("flow", "direct"), "length": key[1],
+                                   "depth": key[2], "correct": 0, "n": 0, "skipped": None, "held": None})
         if r["skipped"]:
             c["skipped"] = r["skipped"].split(":")[0]
             continue

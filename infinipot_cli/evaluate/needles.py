@@ -5,6 +5,9 @@ Kinds (each trial draws a fresh needle from a seed, so no single needle string g
   passkey  "The pass key is 48213. Remember it. 48213 is the pass key."  (the paper's Table 4 / Figure 5 task)
   name     "The keeper of the Marrow Point lighthouse is named Ilse Brandt."
   fact     "The secret ingredient in the harbour café's fish stew is smoked paprika."
+  year     "The Saltmarsh lighthouse was first lit in the year 1743."
+  quantity "The old ferry Silver Heron carries 340 litres of fuel."  (a number with its unit)
+  role     "The new head librarian of the Ostrava reading room is a woman named Ilse Brandt."  (a person by role)
 
 The answer prefix ends the prompt (e.g. "The pass key number in the document is"), so a small model continues
 with the answer instead of chatting; an answer is correct when it contains the expected words (answer_has: case, punctuation and spacing
@@ -25,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import UsageError
 
-KINDS = ["passkey", "name", "fact"]
+KINDS = ["passkey", "name", "fact", "year", "quantity", "role"]
 
 
 @dataclass
@@ -77,6 +80,27 @@ HIDING = ["the blue biscuit tin", "the hollow oak stump", "the bottom drawer of 
           "the coal bunker", "the umbrella stand", "the cellar behind the cider barrels"]
 
 
+EVENTS = [("the Saltmarsh lighthouse", "was first lit", "When was the Saltmarsh lighthouse first lit?",
+           "The Saltmarsh lighthouse was first lit in"),
+          ("the Eastbridge town band", "gave its first concert", "In which year did the Eastbridge town band give its "
+           "first concert?", "The Eastbridge town band gave its first concert in"),
+          ("the stone bridge at Greyhollow", "was built", "When was the stone bridge at Greyhollow built?",
+           "The stone bridge at Greyhollow was built in"),
+          ("the Blue Finch bakery", "opened its doors", "In which year did the Blue Finch bakery open its doors?",
+           "The Blue Finch bakery opened its doors in")]
+AMOUNTS = [("the ferry Silver Heron", "carries", "litres of fuel", "How much fuel does the ferry Silver Heron carry?",
+            "The ferry Silver Heron carries"),
+           ("the Marrow Point lighthouse", "stands", "metres tall", "How tall is the Marrow Point lighthouse?",
+            "The Marrow Point lighthouse stands"),
+           ("the Saltmarsh museum's oldest anchor", "weighs", "kilograms", "How much does the Saltmarsh museum's "
+            "oldest anchor weigh?", "The Saltmarsh museum's oldest anchor weighs"),
+           ("the walk from the harbour to the mountain hut", "is", "kilometres long", "How long is the walk from "
+            "the harbour to the mountain hut?", "The walk from the harbour to the mountain hut is")]
+POSTS = [("head librarian", "the Ostrava reading room"), ("chief engineer", "the Eastbridge waterworks"),
+         ("night nurse", "the Greyhollow cottage hospital"), ("stationmaster", "the Saltmarsh branch line"),
+         ("choir director", "the harbour chapel")]
+
+
 def make_needle(kind: str, seed: int | str) -> Needle:
     """A needle of `kind`, drawn deterministically from `seed`."""
     rng = random.Random(f"needle:{kind}:{seed}")
@@ -97,6 +121,20 @@ def make_needle(kind: str, seed: int | str) -> Needle:
         place = where.removeprefix("the ")
         return Needle(kind, f"{obj[0].upper() + obj[1:]} is hidden in {where}.", f"Where is {obj} hidden?", place,
                       f"{obj[0].upper() + obj[1:]} is hidden in the")
+    if kind == "year":
+        what, verb, q, prefix = rng.choice(EVENTS)
+        year = str(rng.randint(1620, 1890))
+        return Needle(kind, f"{what[0].upper() + what[1:]} {verb} in the year {year}.", q, year, prefix)
+    if kind == "quantity":
+        what, verb, unit, q, prefix = rng.choice(AMOUNTS)
+        n = str(rng.choice([rng.randint(12, 95), rng.randint(120, 980)]))
+        return Needle(kind, f"{what[0].upper() + what[1:]} {verb} {n} {unit}.", q, n, prefix)
+    if kind == "role":
+        post, place = rng.choice(POSTS)
+        name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+        return Needle(kind, f"The new {post} of {place} is a person named {name}.",
+                      f"Who is the new {post} of {place}?", name,
+                      f"The new {post} of {place} is")
     raise UsageError(f"unknown needle kind {kind!r}; choose from {', '.join(KINDS)}")
 
 

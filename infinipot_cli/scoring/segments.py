@@ -21,8 +21,9 @@ Segments are defined in *document* coordinates, so nothing ever mixes entries ac
     tokenizer: a token may hold ".", ".\n", '."' or "Dr." alone).
 
 A segment's score is the mean of its entries' scores; selection takes whole segments, best first, while
-they fit the budget, and the first segment that does not fit fills the rest (so every head keeps exactly
-the budget: CR-RoPE needs the same count in every head).
+they fit the budget, then smaller whole segments further down the ranking into the room left, and only the
+last few slots with single entries of the worst-ranked segments (so every head keeps exactly the budget --
+CR-RoPE needs the same count in every head -- and no well-ranked sentence is cut mid-way).
 
     starts (R, N) bool  entry i begins a unit (a gap or a sentence start), R rows = (layer, head) pairs
     score  (R, N)       per-entry score
@@ -183,9 +184,12 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
                   exact: bool) -> torch.Tensor:
     """Add whole segments to `taken` (R, N) bool, best mean `score` first, up to `budget` (R,) more entries.
 
-    Segments with any taken entry are skipped. exact: the first segment that does not fit contributes its
-    first entries, so exactly `budget` entries are added (when enough are left); otherwise only whole
-    segments are taken and the rest of the budget is left unused. Returns the new `taken`.
+    Segments with any taken entry are skipped. exact=False: the best segments while they fit (a prefix of the
+    ranking), the rest of the budget is left unused. exact=True: every segment down the ranking that still fits
+    the remaining budget is taken whole (smaller ones further down fill the room a big one leaves), and only
+    what no whole free segment fits is filled with single entries, taken from the *worst*-ranked free segments
+    -- so a well-ranked sentence at the budget's edge is kept whole or not at all, never cut mid-way (issue 25),
+    and exactly `budget` entries are added (when enough are left). Returns the new `taken`.
     """
     R, N = seg.shape
     out = taken.clone()
@@ -194,17 +198,31 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
     mean = mean.masked_fill(busy | (length == 0), float("-inf"))
     order = mean.argsort(-1, descending=True)                                 # (R, S), free segments first
     valid = mean.gather(-1, order) > float("-inf")
-    cum = length.gather(-1, order).cumsum(-1)
+    olen = length.gather(-1, order)                                           # (R, S) lengths in rank order
+    cum = olen.cumsum(-1)
     fits = (cum <= budget[:, None]) & valid                                   # prefix of segments that fit
+    if exact:
+        left = budget - (cum * fits).max(-1).values                           # (R,) room after the prefix
+        nfit = fits.long().sum(-1)
+        for j in range(int(nfit.min()) if R else 0, order.shape[-1]):          # greedy: smaller ones further down
+            if not bool((left > 0).any()):
+                break
+            ok = valid[:, j] & (olen[:, j] <= left) & (j >= nfit)
+            fits[:, j] |= ok
+            left = left - olen[:, j] * ok
     chosen = torch.zeros_like(mean, dtype=torch.bool).scatter_(-1, order, fits)
     out |= chosen.gather(-1, seg)
     if exact:
-        nfit = fits.long().sum(-1)
-        used = (cum * fits).max(-1).values                                    # entries taken by whole segments
-        rest = budget - used                                                  # (R,)
-        has_next = (nfit < valid.long().sum(-1)) & (rest > 0)
-        part = order.gather(-1, nfit.clamp_max(order.shape[-1] - 1)[:, None])  # first segment that does not fit
-        in_part = (seg == part) & has_next[:, None]
-        rank = in_part.long().cumsum(-1)                                      # 1.. within the partial segment
-        out |= in_part & (rank <= rest[:, None])
+        left = budget - (out.long().sum(-1) - taken.long().sum(-1))           # (R,)
+        if int(left.max()) > 0:  # no free whole segment fits: single entries of the worst-ranked segments
+            S = order.shape[-1]
+            seg_rank = torch.empty_like(order).scatter_(-1, order, torch.arange(S).expand(R, S))  # (R, S)
+            pos = torch.arange(N).expand(R, N)
+            key = seg_rank.gather(-1, seg) * (N + 1) + (N - pos)              # worst segment, its first entries
+            free = ~out & valid.gather(-1, seg_rank).gather(-1, seg)
+            key = torch.where(free, key, torch.full_like(key, -1))
+            k = int(left.max())
+            top = key.topk(min(k, N), dim=-1)
+            pick = (top.values >= 0) & (torch.arange(top.indices.shape[-1]).expand_as(top.indices) < left[:, None])
+            out.scatter_(-1, top.indices, pick | out.gather(-1, top.indices))
     return out
