@@ -77,12 +77,12 @@ def test_answer_leaves_the_pot_as_it_was_and_answers_again():
     ptrs = [layer.keys.data_ptr() for layer in eng.pot.cache.layers]
     n = len(eng.pot)
     streamed = []
-    a1 = eng.answer(PROMPT, max_new_tokens=6, on_text=streamed.append)
+    a1 = eng.answer(PROMPT, "summary", max_new_tokens=6, on_text=streamed.append)
     assert a1 == "".join(streamed).strip()
     assert len(eng.pot) == n and eng.pot.cache_len() == n
     assert [layer.keys.data_ptr() for layer in eng.pot.cache.layers] == ptrs
     assert all(torch.equal(k, layer.keys) for k, layer in zip(keys, eng.pot.cache.layers))
-    assert eng.answer(PROMPT, max_new_tokens=6) == a1
+    assert eng.answer(PROMPT, "summary", max_new_tokens=6) == a1
     assert eng.pot.peak_entries <= 96
 
 

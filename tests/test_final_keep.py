@@ -30,10 +30,11 @@ def test_a_pot_that_was_never_distilled_is_not_narrowed():
     model = make_model("llama")
     whole = _read(model, 150)  # fits the pot: never distilled
     assert whole.cycles == 0 and len(whole.pot) == 154
-    whole.answer(PROMPT, max_new_tokens=4, focus=QUESTION)
+    whole.answer(PROMPT, "question", max_new_tokens=4, focus=QUESTION)
     assert whole.cycles == 0 and len(whole.pot) == 154
     read = _read(model, 600)   # distilled while reading: narrowed to final_keep before the answer
     assert read.cycles > 0
     cycles = read.cycles
-    read.answer(PROMPT, max_new_tokens=4, focus=QUESTION)
-    assert read.cycles == cycles + 1 and len(read.pot) == 40
+    n = len(read.pot)
+    read.answer(PROMPT, "question", max_new_tokens=4, focus=QUESTION)
+    assert read.cycles == cycles + 1 and len(read.pot) == n  # narrowed to 40 for the answer, then restored
