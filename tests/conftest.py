@@ -31,3 +31,17 @@ def builtin():
     from infinipot_cli.model import load_model
 
     return load_model(None)
+
+
+@pytest.fixture(scope="session")
+def builtin_tok():
+    """The built-in model's tokenizer alone (no weights loaded); skips when the model package is absent."""
+    from transformers import AutoTokenizer
+
+    from infinipot_cli.model import builtin_model_path
+
+    try:
+        path = builtin_model_path()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"built-in tokenizer unavailable: {e}")
+    return AutoTokenizer.from_pretrained(str(path))

@@ -19,16 +19,8 @@ QUESTION = "Where is the spare key to the signal box hidden?"
 
 
 @pytest.fixture(scope="module")
-def tok():
-    from transformers import AutoTokenizer
-
-    from infinipot_cli.model import builtin_model_path
-
-    try:
-        path = builtin_model_path()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"built-in tokenizer unavailable: {e}")
-    return AutoTokenizer.from_pretrained(str(path))
+def tok(builtin_tok):
+    return builtin_tok
 
 
 @pytest.fixture(scope="module")

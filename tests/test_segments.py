@@ -126,18 +126,6 @@ def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subse
 
 
 # ---- sentence ends with a real tokenizer (issue 22: "4.19.0" was cut into "version 4." and "19.") -------------
-def _builtin_tok():
-    import pytest
-    from transformers import AutoTokenizer
-
-    from infinipot_cli.model import builtin_model_path
-
-    try:
-        return AutoTokenizer.from_pretrained(str(builtin_model_path()))
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"built-in tokenizer unavailable: {e}")
-
-
 def _sentences(tok, text):
     ids = tok.encode(text, add_special_tokens=False)
     starts = unit_starts(torch.arange(len(ids))[None], torch.tensor([ids]), BoundaryTable(tok))[0].tolist()
@@ -151,8 +139,8 @@ def _sentences(tok, text):
     return out
 
 
-def test_numbers_versions_abbreviations_and_initials_do_not_end_a_sentence():
-    tok = _builtin_tok()
+def test_numbers_versions_abbreviations_and_initials_do_not_end_a_sentence(builtin_tok):
+    tok = builtin_tok
     text = ("The kernel is version 4.19.0 on this host. It runs 1.5 times faster than X.680 parsers. "
             "Dr. Smith met J. R. R. Tolkien, e.g. at 3 p.m. in the U.S. office. Any file named Override.xml "
             "takes precedence.\n\nA new paragraph starts here! Does it? Yes.\n"
@@ -171,10 +159,11 @@ def test_numbers_versions_abbreviations_and_initials_do_not_end_a_sentence():
     ]
 
 
-def test_a_blank_line_ends_a_paragraph_without_a_period_and_a_wrapped_line_does_not():
-    tok = _builtin_tok()
-    assert _sentences(tok, "Chapter One\n\nIt was late\nand dark. Then") == ["Chapter One", "It was late\nand dark.",
-                                                                           "Then"]
+def test_a_blank_line_ends_a_paragraph_without_a_period_and_a_wrapped_line_does_not(builtin_tok):
+    assert _sentences(builtin_tok, "Chapter One\n\nIt was late\nand dark. Then") == [
+        "Chapter One", "It was late\nand dark.", "Then"]
+
+
 def test_a_planted_sentence_at_the_budget_edge_is_never_cut_mid_way():
     """Issue 25: the best sentence that does not fit the room left is kept whole or not at all; the room goes
     to whole smaller sentences further down and, last, to single entries of the worst-ranked ones."""
