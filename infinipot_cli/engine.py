@@ -23,6 +23,7 @@ import torch
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
 from .decode import AnswerCache, generate
 from .errors import UsageError
+from .devices import sync
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
@@ -204,12 +205,14 @@ class Engine:
         if not inp:
             return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
+        sync(self.device)
         t0 = time.perf_counter()
         x = torch.tensor([inp], device=self.device)
         focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
         with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
             out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
         hidden = out.last_hidden_state[0]  # (T, d)
+        sync(self.device)
         self.timings.forward += time.perf_counter() - t0 - capt.seconds
         self.timings.cap += capt.seconds
         self.pot.note_peak()
@@ -220,6 +223,7 @@ class Engine:
                 nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
             else:
                 nov = torch.zeros(n)
+            sync(self.device)
             self.timings.nuc += time.perf_counter() - t1
             if pinned:
                 src = -1 - torch.arange(n)
@@ -247,6 +251,7 @@ class Engine:
         npin = pot.n_pinned
         if S <= keep:
             return
+        sync(self.device)
         t0 = time.perf_counter()
         L, H = pot.num_layers, pot.num_kv_heads
         cap = rel = starts = None
@@ -263,9 +268,11 @@ class Engine:
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
         idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        sync(self.device)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         pot.keep(idx, rerotate=pol.rerotate)
+        sync(self.device)
         self.timings.rerotate += time.perf_counter() - t1
         self.cycles += 1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
