@@ -7,7 +7,10 @@ import torch
 
 
 def _cuda(device) -> bool:
-    return device is not None and torch.device(device).type == "cuda" and torch.cuda.is_available()
+    if device is None:
+        return False
+    kind = device.type if isinstance(device, torch.device) else torch.device(device).type
+    return kind == "cuda" and torch.cuda.is_available()
 
 
 def sync(device) -> None:

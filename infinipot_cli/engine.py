@@ -221,14 +221,14 @@ class Engine:
             ids_t = torch.tensor(ids, device=self.device)
             if pol.needs_nuc and not pinned:
                 nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
+                sync(self.device)
             else:
-                nov = torch.zeros(n)
-            sync(self.device)
+                nov = torch.zeros(n, device=self.device)
             self.timings.nuc += time.perf_counter() - t1
             if pinned:
-                src = -1 - torch.arange(n)
+                src = -1 - torch.arange(n, device=self.device)
             else:
-                src = torch.arange(self.tokens_read, self.tokens_read + n)
+                src = torch.arange(self.tokens_read, self.tokens_read + n, device=self.device)
             self.pot.append_meta(src, ids_t, nov)
             self.prev_hidden = hidden[n - 1].clone()
             if not pinned:
@@ -236,7 +236,7 @@ class Engine:
                 self.where = where_at(self.provenance, self.tokens_read - 1)
         if pol.needs_acc and capt.scores:
             S = len(self.pot)
-            self.pot.acc += torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])
+            self.pot.acc += torch.stack([capt.scores[l][:, :S].to(self.pot.acc.device) for l in range(self.pot.num_layers)])
         self.pot.crop(base_len + n)
         if not pinned and n:
             self._emit("read")
@@ -256,9 +256,10 @@ class Engine:
         L, H = pot.num_layers, pot.num_kv_heads
         cap = rel = starts = None
         if pol.catalyst is not None and capt is not None and capt.scores:
-            cap = torch.stack([capt.scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+            dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
+            cap = torch.stack([capt.scores[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
             if capt.relevance:
-                rel = torch.stack([capt.relevance[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+                rel = torch.stack([capt.relevance[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
             starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
@@ -267,7 +268,7 @@ class Engine:
         chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
-        idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
         sync(self.device)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
@@ -399,7 +400,7 @@ class Engine:
             k = tensors[f"layers.{i}.keys"].to(device=eng.device, dtype=dtype)
             v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
             pot.cache.update(k, v, i)
-        pot.src, pot.tok, pot.nov, pot.acc = tensors["src"], tensors["tok"], tensors["nov"], tensors["acc"]
+        pot.src, pot.tok, pot.nov, pot.acc = (tensors[k].to(pot.device) for k in ("src", "tok", "nov", "acc"))
         pot.n_pinned = int(facts["n_pinned"])
         pot.n_distilled = int(facts.get("n_distilled", len(pot)))
         pot.peak_entries = int(facts.get("peak_entries", len(pot)))
