@@ -32,6 +32,11 @@ def peak_mb(device) -> float | None:
     return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
 
 
+def gpu_name(device) -> str | None:
+    """The GPU's name (e.g. "NVIDIA H100 80GB HBM3"); None off CUDA."""
+    return torch.cuda.get_device_name(device) if _cuda(device) else None
+
+
 def free_bytes(device) -> int | None:
     """Free memory on the GPU right now (bytes, `torch.cuda.mem_get_info`) plus what torch's allocator holds
     cached and could reuse; None off CUDA."""

@@ -315,3 +315,38 @@ def test_cuda_load_model_goes_straight_to_the_device():
 
     lm = load_model(None, "cuda", "bfloat16")
     assert all(p.device.type == "cuda" for p in lm.model.parameters())
+
+
+def test_bench_needle_synthetic(tmp_path):
+    """`bench needle --synthetic tiny-llama` runs the loop end to end (random weights: the answer is not judged)."""
+    out = tmp_path / "needle"
+    r = CliRunner().invoke(bench_app, ["needle", "--synthetic", "tiny-llama", "--lengths", "600", "--depths", "0.5",
+                                       "--pot-size", "256", "--keep", "128", "--chunk", "128", "--max-new-tokens", "4",
+                                       "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "needle.json").read_text())
+    assert doc["model"] == "synthetic:tiny-llama" and len(doc["trials"]) == 1 and doc["trials"][0]["cycles"] >= 2
+    r = CliRunner().invoke(bench_app, ["needle", "--synthetic", "nope", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "unknown configuration" in r.output
+
+
+def test_speed_table_shows_gpu_peak_only_for_gpu_runs():
+    from rich.console import Console
+
+    from infinipot_cli.evaluate.report import speed_header, speed_table
+
+    run = {"method": "infinipot", "length_target": 1024, "length": 1024, "skipped": None, "read_tok_s": 100.0,
+           "timings": {"read_s": 1.0, "forward": 0.5}, "ttft_s": 0.1, "gen_tok_s": 50.0, "peak_rss_mb": 900.0,
+           "kv_bytes": 2**20, "kv_peak_bytes": 2**21, "model": "m", "device": "cpu", "dtype": "float32", "threads": 2,
+           "gen_tokens": 4}
+
+    def text(runs):
+        con = Console(width=250, record=True)
+        con.print(speed_table(runs))
+        return con.export_text()
+
+    assert "GPU peak MB" not in text([run])
+    gpu = {**run, "device": "cuda:0", "gpu_peak_mb": 17000.0, "gpu_name": "NVIDIA H100"}
+    t = text([gpu, {"method": "prefill", "length_target": 1 << 20, "skipped": "OOM: needs ~99 GiB"}])
+    assert "GPU peak MB" in t and "17,000" in t and "OOM" in t
+    assert "cuda:0 (NVIDIA H100)" in speed_header([gpu])

@@ -113,6 +113,9 @@ def needle_cmd(
                                         help="Answer length limit (answers end at their first sentence or a loop)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic model (see `bench speed "
+                                            "--synthetic`): random weights, so answers are wrong; for the loop's "
+                                            "mechanics and memory at scale only."),
     out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     trace: bool = typer.Option(False, "--trace", help="After every distillation, record where the needle's tokens "
@@ -135,7 +138,17 @@ def needle_cmd(
                            trace=trace)
         _check_pot(pot_size, keep, chunk)
         check_haystack(haystack)
-        lm = _load(model, device, dtype, threads)
+        if synthetic:
+            from ..threads import configure
+            from .synthetic import check_name, load_synthetic
+
+            check_name(synthetic)
+            if model:
+                raise UsageError("give --model or --synthetic, not both")
+            configure(threads)
+            lm = load_synthetic(synthetic, device, dtype, seed=seed, progress=lambda m: typer.echo(m, err=True))
+        else:
+            lm = _load(model, device, dtype, threads)
         total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods)
         progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * len(cfg.methods), enabled=not quiet)
         if not quiet:

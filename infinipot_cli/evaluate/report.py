@@ -145,7 +145,8 @@ def speed_header(runs: list[dict]) -> str:
     r = done[0]
     inter = f" ({r['interop_threads']} inter-op)" if r.get("interop_threads") else ""
     gen = sorted({x.get("gen_tokens") for x in done if x.get("gen_tokens")})
-    return (f"speed: {r['model']} on {r['device']}, {r['dtype']}, {r.get('threads')} threads{inter}; "
+    where = f"{r['device']} ({r['gpu_name']})" if r.get("gpu_name") else r["device"]
+    return (f"speed: {r['model']} on {where}, {r['dtype']}, {r.get('threads')} threads{inter}; "
             f"generation over {', '.join(map(str, gen)) or '-'} tokens (stop tokens ignored)")
 
 

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import InfinipotError
     from ..model import load_model
     from .progress import Progress
-    from ..devices import peak_mb
+    from ..devices import gpu_name, peak_mb
     from .speed import SPEED_METHODS, SpeedConfig, measure, rss_mb
 
     from ..threads import configure
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         load_gpu = peak_mb(lm.device)
         rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
-                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb(), "load_gpu_mb": load_gpu})
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb(), "load_gpu_mb": load_gpu,
+                    "gpu_name": gpu_name(lm.device)})
     except InfinipotError as e:
         rec["error"] = str(e)
     except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark
