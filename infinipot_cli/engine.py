@@ -217,14 +217,14 @@ class Engine:
         self.timings.cap += capt.seconds
         self.pot.note_peak()
         if n:
-            t1 = time.perf_counter()
             ids_t = torch.tensor(ids, device=self.device)
-            if pol.needs_nuc and not pinned:
+            if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
+                t1 = time.perf_counter()
                 nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
                 sync(self.device)
+                self.timings.nuc += time.perf_counter() - t1
             else:
                 nov = torch.zeros(n, device=self.device)
-            self.timings.nuc += time.perf_counter() - t1
             if pinned:
                 src = -1 - torch.arange(n, device=self.device)
             else:

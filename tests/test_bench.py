@@ -350,3 +350,12 @@ def test_speed_table_shows_gpu_peak_only_for_gpu_runs():
     t = text([gpu, {"method": "prefill", "length_target": 1 << 20, "skipped": "OOM: needs ~99 GiB"}])
     assert "GPU peak MB" in t and "17,000" in t and "OOM" in t
     assert "cuda:0 (NVIDIA H100)" in speed_header([gpu])
+
+
+def test_synthetic_refuses_what_memory_cannot_hold(monkeypatch):
+    """An 8B model in fp32 on a small host: one clear error before anything is allocated."""
+    from infinipot_cli.evaluate import synthetic
+
+    monkeypatch.setattr(synthetic, "_available", lambda dev: 8 * 2**30)
+    with pytest.raises(UsageError, match=r"llama-8b: its weights need ~29.9 GiB in float32 on cpu, 8.0 GiB"):
+        synthetic.load_synthetic("llama-8b", "cpu", "float32")

@@ -67,6 +67,13 @@ def param_count(name: str) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
+def _available(dev: torch.device) -> int | None:
+    from ..devices import free_bytes
+    from .speed import available_bytes
+
+    return free_bytes(dev) if dev.type == "cuda" else available_bytes() if dev.type == "cpu" else None
+
+
 def load_synthetic(name: str, device: str | None = None, dtype: str | None = None, seed: int = 0, progress=None):
     """A LoadedModel (model.py) for `name`: random weights created on the device in the dtype, the built-in
     tokenizer, the infinipot attention wrapper selected as for a real model."""
@@ -84,6 +91,11 @@ def load_synthetic(name: str, device: str | None = None, dtype: str | None = Non
     tok = AutoTokenizer.from_pretrained(str(builtin_model_path(progress)))
     if len(tok) > cfg.vocab_size:
         raise UsageError(f"--synthetic {name}: the built-in tokenizer's {len(tok)} ids exceed its vocab ({cfg.vocab_size})")
+    need = param_count(name) * torch.empty(0, dtype=dt).element_size()
+    avail = _available(dev)
+    if avail is not None and need > 0.9 * avail:
+        raise UsageError(f"--synthetic {name}: its weights need ~{need / 2**30:.1f} GiB in "
+                         f"{str(dt).removeprefix('torch.')} on {dev}, {avail / 2**30:.1f} GiB available")
     if progress:
         progress(f"building synthetic {name} ({cfg.model_type}, random weights) on {dev} in "
                  f"{str(dt).removeprefix('torch.')}…")
