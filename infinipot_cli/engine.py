@@ -23,6 +23,7 @@ import torch
 from .archive import Archive, recall
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
 from .decode import AnswerCache, generate
+from .devices import sync
 from .errors import UsageError
 from .interrupts import deferred_interrupt
 from .pot import MemoryPot
@@ -212,32 +213,36 @@ class Engine:
         base_len = len(self.pot)
         recalled = src is not None
         try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
+            sync(self.device)
             t0 = time.perf_counter()
             x = torch.tensor([inp], device=self.device)
             focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
             with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
                 out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
             hidden = out.last_hidden_state[0]  # (T, d)
+            sync(self.device)
             self.timings.forward += time.perf_counter() - t0 - capt.seconds
             self.timings.cap += capt.seconds
             self.pot.note_peak()
             if n:
-                t1 = time.perf_counter()
                 ids_t = torch.tensor(ids, device=self.device)
-                if pol.needs_nuc and not pinned:
+                if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
+                    t1 = time.perf_counter()
                     nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
+                    sync(self.device)
+                    self.timings.nuc += time.perf_counter() - t1
                 else:
-                    nov = torch.zeros(n)
-                self.timings.nuc += time.perf_counter() - t1
+                    nov = torch.zeros(n, device=self.device)
                 if pinned:
-                    src = -1 - torch.arange(n)
+                    src = -1 - torch.arange(n, device=self.device)
                 elif not recalled:
-                    src = torch.arange(self.tokens_read, self.tokens_read + n)
+                    src = torch.arange(self.tokens_read, self.tokens_read + n, device=self.device)
                 last = hidden[n - 1].clone()
             acc = None
             if pol.needs_acc and capt.scores:
                 S = base_len + n
-                acc = torch.stack([capt.scores[l][:, :S].cpu() for l in range(self.pot.num_layers)])  # (L, H, S)
+                acc = torch.stack([capt.scores[l][:, :S].to(self.pot.acc.device)
+                                   for l in range(self.pot.num_layers)])  # (L, H, S)
         except BaseException:
             self.pot.crop(base_len)
             if ids and not pinned and not recalled:
@@ -267,13 +272,15 @@ class Engine:
         npin = pot.n_pinned
         if S <= keep:
             return
+        sync(self.device)
         t0 = time.perf_counter()
         L, H = pot.num_layers, pot.num_kv_heads
         cap = rel = starts = None
         if pol.catalyst is not None and capt is not None and capt.scores:
-            cap = torch.stack([capt.scores[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+            dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
+            cap = torch.stack([capt.scores[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
             if capt.relevance:
-                rel = torch.stack([capt.relevance[l][:, npin:S].float().cpu() for l in range(L)])  # (L, H, N)
+                rel = torch.stack([capt.relevance[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
             starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
@@ -282,13 +289,15 @@ class Engine:
         chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
-        idx = torch.cat([torch.arange(npin).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        sync(self.device)
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
             self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
             pot.keep(idx, rerotate=pol.rerotate)
             self.cycles += 1
+        sync(self.device)
         self.timings.rerotate += time.perf_counter() - t1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
 
@@ -424,7 +433,7 @@ class Engine:
             k = tensors[f"layers.{i}.keys"].to(device=eng.device, dtype=dtype)
             v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
             pot.cache.update(k, v, i)
-        pot.src, pot.tok, pot.nov, pot.acc = tensors["src"], tensors["tok"], tensors["nov"], tensors["acc"]
+        pot.src, pot.tok, pot.nov, pot.acc = (tensors[k].to(pot.device) for k in ("src", "tok", "nov", "acc"))
         pot.n_pinned = int(facts["n_pinned"])
         pot.n_distilled = int(facts.get("n_distilled", len(pot)))
         pot.peak_entries = int(facts.get("peak_entries", len(pot)))

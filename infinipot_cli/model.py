@@ -346,7 +346,9 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     hf_logging.set_verbosity_error()
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dt, attn_implementation=attn_name)
+        # off the CPU, weights load straight onto the device: an 8B model never sits in host RAM first
+        on_device = {"device_map": str(dev)} if dev.type != "cpu" else {}
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dt, attn_implementation=attn_name, **on_device)
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"could not load model from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
     model.to(dev).eval()

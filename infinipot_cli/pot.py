@@ -42,11 +42,11 @@ class MemoryPot:
         self.n_distilled = 0  # entries that survived the last distillation (pinned included)
         self.peak_entries = 0
         self.device = next(model.parameters()).device
-        shape = (self.num_layers, self.num_kv_heads, 0)
-        self.src = torch.zeros(shape, dtype=torch.long)
-        self.tok = torch.zeros(shape, dtype=torch.long)
-        self.nov = torch.zeros(shape, dtype=torch.float32)
-        self.acc = torch.zeros(shape, dtype=torch.float32)
+        shape = (self.num_layers, self.num_kv_heads, 0)  # metadata lives beside the KV: no host round trips
+        self.src = torch.zeros(shape, dtype=torch.long, device=self.device)
+        self.tok = torch.zeros(shape, dtype=torch.long, device=self.device)
+        self.nov = torch.zeros(shape, dtype=torch.float32, device=self.device)
+        self.acc = torch.zeros(shape, dtype=torch.float32, device=self.device)
 
     # ---- sizes -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -74,10 +74,11 @@ class MemoryPot:
     def append_meta(self, src: torch.Tensor, tok: torch.Tensor, nov: torch.Tensor) -> None:
         """Record T new entries (already written to the cache by a forward): src/tok/nov are (T,)."""
         lh = (self.num_layers, self.num_kv_heads, -1)
-        new = (torch.cat([self.src, src.cpu().long().view(1, 1, -1).expand(lh)], -1),
-               torch.cat([self.tok, tok.cpu().long().view(1, 1, -1).expand(lh)], -1),
-               torch.cat([self.nov, nov.cpu().float().view(1, 1, -1).expand(lh)], -1),
-               torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0])], -1))
+        dev = self.device
+        new = (torch.cat([self.src, src.to(dev, torch.long).view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.tok, tok.to(dev, torch.long).view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.nov, nov.to(dev, torch.float32).view(1, 1, -1).expand(lh)], -1),
+               torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0], device=dev)], -1))
         with deferred_interrupt():  # all four or none
             self.src, self.tok, self.nov, self.acc = new
 
@@ -125,10 +126,11 @@ class MemoryPot:
         """
         L, H, K = idx.shape
         assert L == self.num_layers and H == self.num_kv_heads
-        new_pos = torch.arange(K).view(1, K).expand(H, K)
+        idx = idx.to(self.device)
+        new_pos = torch.arange(K, device=idx.device).view(1, K).expand(H, K)
         kv = []
         for li, layer in enumerate(self.cache.layers):
-            ix = idx[li].to(layer.keys.device)  # (H, K)
+            ix = idx[li].to(layer.keys.device)  # (H, K); a no-op unless layers sit on several devices
             gather = ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1])
             keys = layer.keys.gather(2, gather)  # (1, H, K, D)
             values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))

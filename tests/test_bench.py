@@ -195,3 +195,167 @@ def test_needle_table_and_heatmap_show_ood(tmp_path):
     text = con.export_text()
     assert "OOD" in text and "1/1" in text
     assert _png_ok(needle_heatmap(summary, "full", [4096, 65536], [0.5], tmp_path / "h.png"))
+
+
+# ---- bench speed on accelerators, presets, synthetic models (issue 19) ------------------------------------
+
+cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(scope="module")
+def tiny_synthetic():
+    from infinipot_cli.evaluate.synthetic import load_synthetic
+
+    return load_synthetic("tiny-llama", "cpu", "float32")
+
+
+def test_speed_methods_accept_presets():
+    """`bench speed --methods infinipot-paper` is a method like any other (a preset of infinipot)."""
+    from infinipot_cli.evaluate.report import parse_methods
+    from infinipot_cli.evaluate.speed import SPEED_METHODS
+
+    assert parse_methods("infinipot-paper,plain,infinipot+segment=8", SPEED_METHODS) == [
+        "infinipot-paper", "plain", "infinipot+segment=8"]
+    with pytest.raises(UsageError):
+        parse_methods("infinipot-nope", SPEED_METHODS)
+
+
+def test_speed_preset_measures_on_a_synthetic_model(tiny_synthetic):
+    """A preset runs through `measure` (in-process, tiny synthetic model): it distils, and no GPU figure on the CPU."""
+    from infinipot_cli.evaluate.speed import SpeedConfig, measure
+
+    cfg = SpeedConfig(methods=["infinipot-paper"], lengths=[600], pot_size=256, keep=128, chunk=128, gen_tokens=2)
+    rec = measure(tiny_synthetic, cfg, "infinipot-paper", 600)
+    assert not rec["skipped"] and rec["length"] == 600 and rec["cycles"] >= 2
+    assert rec["peak_entries"] <= 256 and rec["gpu_peak_mb"] is None
+
+
+def test_synthetic_configs_are_the_real_architectures():
+    """The 7-9B entries carry the published shapes; their parameter counts (on the meta device) match."""
+    from infinipot_cli.evaluate.synthetic import build_config, param_count
+
+    c = build_config("llama-8b")
+    assert (c.model_type, c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
+            c.intermediate_size, c.vocab_size, c.max_position_embeddings) == (
+        "llama", 4096, 32, 32, 8, 14336, 128256, 131072)
+    rp = c.rope_parameters
+    assert (rp["rope_type"], rp["rope_theta"], rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"],
+            rp["original_max_position_embeddings"]) == ("llama3", 500000.0, 8.0, 1.0, 4.0, 8192)
+    q = build_config("qwen2-7b")
+    assert (q.model_type, q.hidden_size, q.num_hidden_layers, q.num_attention_heads, q.num_key_value_heads,
+            q.intermediate_size, q.vocab_size, q.rope_parameters["rope_theta"]) == (
+        "qwen2", 3584, 28, 28, 4, 18944, 152064, 1e6)
+    g = build_config("gemma2-9b")
+    assert (g.model_type, g.hidden_size, g.num_hidden_layers, g.num_attention_heads, g.num_key_value_heads, g.head_dim,
+            g.intermediate_size, g.vocab_size, g.sliding_window, g.attn_logit_softcapping,
+            g.final_logit_softcapping) == ("gemma2", 3584, 42, 16, 8, 256, 14336, 256000, 4096, 50.0, 30.0)
+    assert abs(param_count("llama-8b") / 8.03e9 - 1) < 0.01
+    assert abs(param_count("qwen2-7b") / 7.62e9 - 1) < 0.01
+    assert abs(param_count("gemma2-9b") / 9.24e9 - 1) < 0.01
+
+
+def test_synthetic_model_is_built_in_the_target_dtype():
+    """Weights are created in the asked dtype on the asked device (no fp32 copy first); the rotary table stays
+    fp32; the built-in tokenizer's ids fit the vocab and a forward runs."""
+    import torch
+
+    from infinipot_cli.evaluate.synthetic import load_synthetic
+
+    lm = load_synthetic("tiny-llama", "cpu", "bfloat16")
+    assert {p.dtype for p in lm.model.parameters()} == {torch.bfloat16}
+    assert all(p.device.type == "cpu" for p in lm.model.parameters())
+    assert lm.model.model.rotary_emb.inv_freq.dtype == torch.float32
+    assert len(lm.tokenizer) <= lm.model.config.vocab_size and lm.name == "synthetic:tiny-llama"
+    ids = lm.tokenizer.encode("The lighthouse keeper read all night.", add_special_tokens=False)
+    out = lm.model(input_ids=torch.tensor([ids]))
+    assert out.logits.shape == (1, len(ids), lm.model.config.vocab_size) and torch.isfinite(out.logits.float()).all()
+
+
+def test_bench_speed_synthetic_flags(tmp_path):
+    r = CliRunner().invoke(bench_app, ["speed", "--synthetic", "llama-80b", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "unknown configuration 'llama-80b'" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(bench_app, ["speed", "--synthetic", "tiny-llama", "--model", "x", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "not both" in r.output
+    assert not (tmp_path / "speed.json").exists()
+
+
+def test_prefill_estimate_on_the_cpu_counts_the_attention_map(tiny_synthetic):
+    from infinipot_cli.evaluate.speed import prefill_fits
+
+    assert prefill_fits(tiny_synthetic.model, 2048) is None
+    assert prefill_fits(tiny_synthetic.model, 1 << 24).startswith("OOM")  # 2^48 map entries x 4 heads
+
+
+def test_device_helpers_are_no_ops_on_the_cpu():
+    from infinipot_cli.devices import free_bytes, peak_mb, reset_peak, sync
+
+    for dev in ("cpu", None):
+        sync(dev)
+        reset_peak(dev)
+        assert peak_mb(dev) is None and free_bytes(dev) is None
+
+
+@cuda
+def test_cuda_speed_records_gpu_peak_and_prefill_runs():
+    """On CUDA: GPU peak memory next to RSS, and prefill of 128K tokens is estimated without the n^2 map."""
+    from infinipot_cli.evaluate.speed import SpeedConfig, measure, prefill_fits
+    from infinipot_cli.evaluate.synthetic import load_synthetic
+
+    lm = load_synthetic("tiny-llama", "cuda", "bfloat16")
+    assert prefill_fits(lm.model, 128 * 1024) is None
+    cfg = SpeedConfig(methods=["infinipot"], lengths=[600], pot_size=256, keep=128, chunk=128, gen_tokens=2)
+    rec = measure(lm, cfg, "infinipot", 600)
+    assert rec["gpu_peak_mb"] > 0 and rec["cycles"] >= 2
+    assert rec["timings"]["read_s"] >= rec["timings"]["forward"] > 0
+
+
+@cuda
+def test_cuda_load_model_goes_straight_to_the_device():
+    from infinipot_cli.model import load_model
+
+    lm = load_model(None, "cuda", "bfloat16")
+    assert all(p.device.type == "cuda" for p in lm.model.parameters())
+
+
+def test_bench_needle_synthetic(tmp_path):
+    """`bench needle --synthetic tiny-llama` runs the loop end to end (random weights: the answer is not judged)."""
+    out = tmp_path / "needle"
+    r = CliRunner().invoke(bench_app, ["needle", "--synthetic", "tiny-llama", "--lengths", "600", "--depths", "0.5",
+                                       "--pot-size", "256", "--keep", "128", "--chunk", "128", "--max-new-tokens", "4",
+                                       "--threads", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "needle.json").read_text())
+    assert doc["model"] == "synthetic:tiny-llama" and len(doc["trials"]) == 1 and doc["trials"][0]["cycles"] >= 2
+    r = CliRunner().invoke(bench_app, ["needle", "--synthetic", "nope", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "unknown configuration" in r.output
+
+
+def test_speed_table_shows_gpu_peak_only_for_gpu_runs():
+    from rich.console import Console
+
+    from infinipot_cli.evaluate.report import speed_header, speed_table
+
+    run = {"method": "infinipot", "length_target": 1024, "length": 1024, "skipped": None, "read_tok_s": 100.0,
+           "timings": {"read_s": 1.0, "forward": 0.5}, "ttft_s": 0.1, "gen_tok_s": 50.0, "peak_rss_mb": 900.0,
+           "kv_bytes": 2**20, "kv_peak_bytes": 2**21, "model": "m", "device": "cpu", "dtype": "float32", "threads": 2,
+           "gen_tokens": 4}
+
+    def text(runs):
+        con = Console(width=250, record=True)
+        con.print(speed_table(runs))
+        return con.export_text()
+
+    assert "GPU peak MB" not in text([run])
+    gpu = {**run, "device": "cuda:0", "gpu_peak_mb": 17000.0, "gpu_name": "NVIDIA H100"}
+    t = text([gpu, {"method": "prefill", "length_target": 1 << 20, "skipped": "OOM: needs ~99 GiB"}])
+    assert "GPU peak MB" in t and "17,000" in t and "OOM" in t
+    assert "cuda:0 (NVIDIA H100)" in speed_header([gpu])
+
+
+def test_synthetic_refuses_what_memory_cannot_hold(monkeypatch):
+    """An 8B model in fp32 on a small host: one clear error before anything is allocated."""
+    from infinipot_cli.evaluate import synthetic
+
+    monkeypatch.setattr(synthetic, "_available", lambda dev: 8 * 2**30)
+    with pytest.raises(UsageError, match=r"llama-8b: its weights need ~29.9 GiB in float32 on cpu, 8.0 GiB"):
+        synthetic.load_synthetic("llama-8b", "cpu", "float32")

@@ -43,6 +43,10 @@ HaystackOpt = typer.Option(None, "--haystack", help="The haystack: builtin (vari
                                                     "repeated as needed).")
 ThreadsOpt = typer.Option(None, "--threads", min=1, help="torch CPU threads (default: torch's choice).")
 SeedOpt = typer.Option(0, "--seed", help="Seed for haystacks and needles.")
+SyntheticOpt = typer.Option(None, "--synthetic", help="Measure a real architecture with random weights and the built-in "
+                                                      "tokenizer instead of --model: llama-8b (Llama-3.1-8B), qwen2-7b "
+                                                      "(Qwen2.5-7B), gemma2-9b (Gemma-2-9B) or tiny-llama. Weights are "
+                                                      "created on --device in --dtype (~16 GB for llama-8b in bf16).")
 
 
 def _fail(e: InfinipotError) -> None:
@@ -112,6 +116,9 @@ def needle_cmd(
                                         help="Answer length limit (answers end at their first sentence or a loop)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic model (see `bench speed "
+                                            "--synthetic`): random weights, so answers are wrong; for the loop's "
+                                            "mechanics and memory at scale only."),
     out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
     flow: str = typer.Option("direct", "--flow", help="Comma-separated: direct (the question is the catalyst while "
@@ -138,7 +145,17 @@ def needle_cmd(
                            trace=trace, flows=parse_flows(flow))
         _check_pot(pot_size, keep, chunk)
         check_haystack(haystack)
-        lm = _load(model, device, dtype, threads)
+        if synthetic:
+            from ..threads import configure
+            from .synthetic import check_name, load_synthetic
+
+            check_name(synthetic)
+            if model:
+                raise UsageError("give --model or --synthetic, not both")
+            configure(threads)
+            lm = load_synthetic(synthetic, device, dtype, seed=seed, progress=lambda m: typer.echo(m, err=True))
+        else:
+            lm = _load(model, device, dtype, threads)
         runs = len(cfg.methods) * len(cfg.flows)
         total = len(cfg.lengths) * len(cfg.depths) * cfg.trials * runs
         progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * runs, enabled=not quiet)
@@ -197,6 +214,7 @@ def speed_cmd(
                                                                    "ignored (TTFT, decode speed over this many)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
+    synthetic: Optional[str] = SyntheticOpt,
     out: Path = typer.Option(Path("bench-results/speed"), "--out", "-o", help="Folder for speed.json and speed.png."),
 ) -> None:
     """Read throughput, time split, peak RSS and KV bytes per length; one fresh process per (method, length)."""
@@ -207,13 +225,20 @@ def speed_cmd(
         cfg = SpeedConfig(methods=report.parse_methods(methods, SPEED_METHODS), lengths=report.parse_lengths(lengths),
                           pot_size=pot_size, keep=keep, chunk=chunk, model=model, device=device, dtype=dtype,
                           haystack=haystack or None, seed=seed, gen_tokens=gen_tokens,
-                          threads=threads)
+                          threads=threads, synthetic=synthetic or None)
         _check_pot(pot_size, keep, chunk)
         check_haystack(haystack)
         from ..model import pick_device, pick_dtype, resolve_model_path
 
         pick_dtype(dtype, pick_device(device))  # bad flags fail here, not once per worker
-        resolve_model_path(model, progress=lambda m: typer.echo(m, err=True))
+        if synthetic:
+            from .synthetic import check_name
+
+            check_name(synthetic)
+            if model:
+                raise UsageError("give --model or --synthetic, not both")
+        # (synthetic: the built-in tokenizer, converted here once rather than in every worker)
+        resolve_model_path(None if synthetic else model, progress=lambda m: typer.echo(m, err=True))
     except InfinipotError as e:
         _fail(e)
         return

@@ -145,7 +145,8 @@ def speed_header(runs: list[dict]) -> str:
     r = done[0]
     inter = f" ({r['interop_threads']} inter-op)" if r.get("interop_threads") else ""
     gen = sorted({x.get("gen_tokens") for x in done if x.get("gen_tokens")})
-    return (f"speed: {r['model']} on {r['device']}, {r['dtype']}, {r.get('threads')} threads{inter}; "
+    where = f"{r['device']} ({r['gpu_name']})" if r.get("gpu_name") else r["device"]
+    return (f"speed: {r['model']} on {where}, {r['dtype']}, {r.get('threads')} threads{inter}; "
             f"generation over {', '.join(map(str, gen)) or '-'} tokens (stop tokens ignored)")
 
 
@@ -156,11 +157,14 @@ def speed_table(runs: list[dict]) -> Table:
                        ("disp", "right"), ("other", "right"), ("TTFT s", "right"), ("gen tok/s", "right"),
                        ("peak RSS MB", "right"), ("KV MB", "right"), ("peak KV MB", "right")):
         t.add_column(name, justify=just)
+    gpu = any(r.get("gpu_peak_mb") is not None for r in runs)  # CUDA runs: peak GPU memory (max_memory_allocated)
+    if gpu:
+        t.add_column("GPU peak MB", justify="right")
     for r in runs:
         length = fmt_tokens(r.get("length") or r["length_target"])
         if r.get("skipped") or r.get("error"):
             why = r["skipped"].split(":")[0] if r.get("skipped") else "error"
-            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * 13)
+            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * (14 if gpu else 13))
             continue
         tm = r["timings"]
         rs = tm["read_s"]
@@ -168,7 +172,8 @@ def speed_table(runs: list[dict]) -> Table:
                   *(_pct(tm.get(k, 0.0), rs) for k in ("forward", "nuc", "cap", "select", "rerotate", "display",
                                                        "other")),
                   f"{r['ttft_s']:.2f}", f"{r['gen_tok_s']:.1f}" if r.get("gen_tok_s") else "-",
-                  f"{r['peak_rss_mb']:,.0f}", f"{r['kv_bytes'] / 2**20:,.1f}", f"{r['kv_peak_bytes'] / 2**20:,.1f}")
+                  f"{r['peak_rss_mb']:,.0f}", f"{r['kv_bytes'] / 2**20:,.1f}", f"{r['kv_peak_bytes'] / 2**20:,.1f}",
+                  *([f"{r['gpu_peak_mb']:,.0f}" if r.get("gpu_peak_mb") is not None else "-"] if gpu else []))
     return t
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..devices import free_bytes, peak_mb, reset_peak, sync
 from ..engine import Engine
 from ..prompts import Prompts
 from .haystack import haystack_units, token_pieces
@@ -62,10 +63,11 @@ class SpeedConfig:
     gen_tokens: int = 64
     piece: int = 1024
     threads: int | None = None        # torch CPU threads in each worker (None: torch's default)
+    synthetic: str | None = None      # a synthetic model (evaluate/synthetic.py) instead of --model
 
     def describe(self) -> dict:
         return {k: getattr(self, k) for k in ("methods", "lengths", "pot_size", "keep", "chunk", "model", "device",
-                                              "dtype", "haystack", "seed", "gen_tokens", "threads")}
+                                              "dtype", "haystack", "seed", "gen_tokens", "threads", "synthetic")}
 
 
 def rss_mb() -> float:
@@ -140,6 +142,28 @@ def _units(cfg: SpeedConfig, length: int):
     return haystack_units(cfg.haystack, f"speed:{cfg.seed}:{length}")
 
 
+def prefill_fits(model, n: int) -> str | None:
+    """None when one forward of `n` tokens fits the device's memory, else the skip reason ("OOM: ...").
+
+    On CUDA, SDPA / FlashAttention never build the n x n attention map: the estimate is the KV cache plus a
+    layer's activations against the GPU's free memory. On the CPU the math path may, so one map is counted
+    against the host's available memory."""
+    c = _text_cfg(model)
+    p = next(model.parameters())
+    elem = p.element_size()
+    act = n * (c.intermediate_size * 3 + c.hidden_size * 8) * elem
+    need = n * kv_bytes_per_token(model) + act
+    gpu = free_bytes(p.device)
+    if gpu is not None:
+        avail, where = gpu, "free on the GPU"
+    else:
+        need += n * n * c.num_attention_heads * 4  # one attention map (math path)
+        avail, where = available_bytes(), "available"
+    if avail is not None and need > 0.8 * avail:
+        return f"OOM: needs ~{need / 2**30:.1f} GiB, {avail / 2**30:.1f} GiB {where}"
+    return None
+
+
 # ---- one measurement (runs inside the worker process) ---------------------------------------------------
 
 def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress | None = None) -> dict:
@@ -159,15 +183,12 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
         if over > 0:
             rec["note"] = f"header + prompt + answer run {over} positions past the model's {limit}"
     if method == "prefill":
-        c = _text_cfg(lm.model)
-        elem = next(lm.model.parameters()).element_size()
-        n = len(header) + length
-        need = (n * kv_bytes_per_token(lm.model) + n * (c.intermediate_size * 3 + c.hidden_size * 8) * elem
-                + n * n * c.num_attention_heads * 4)  # KV + activations + one attention map (math path)
-        avail = available_bytes()
-        if avail is not None and need > 0.8 * avail:
-            rec["skipped"] = f"OOM: needs ~{need / 2**30:.1f} GiB, {avail / 2**30:.1f} GiB available"
+        skip = prefill_fits(lm.model, len(header) + length)
+        if skip:
+            rec["skipped"] = skip
             return rec
+    dev = getattr(lm, "device", None)
+    reset_peak(dev)
     if progress is not None:
         progress.start(f"{method} {fmt_tokens(length)}", length)
     if method == "prefill":
@@ -182,6 +203,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     rec["read_tok_s"] = round(rec["length"] / t["read_s"], 1) if t["read_s"] > 0 else None
     rec["kv_per_token"] = kv_bytes_per_token(lm.model)
     rec["kv_peak_bytes"] = rec["peak_entries"] * rec["kv_per_token"]
+    rec["gpu_peak_mb"] = peak_mb(dev)  # weights included, as in peak RSS; None off CUDA
     if progress is not None:
         progress.cur = rec["length"]
         progress.finish(f"{rec['read_tok_s']} tok/s")
@@ -213,16 +235,20 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     prompts = Prompts(lm.tokenizer)
     cat, cat_focus = prompts.catalyst("question", QUESTION)
     eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
+    dev = eng.device
+    sync(dev)
     t0 = time.perf_counter()
     eng.pin(header)
     for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
         eng.feed(ids)
     eng.finish()
+    sync(dev)
     read_s = time.perf_counter() - t0
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
     eng.answer(ask, "question", max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=prompts.ask(QUESTION)[1])
+    sync(dev)
     t2 = time.perf_counter()
     close_display(display)
     disp["answer"] += time.perf_counter() - t2
@@ -242,10 +268,13 @@ def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None, int]:
     token, decode tok/s, entries at the end). The copy into a preallocated cache counts in the time to first token."""
     from ..decode import AnswerCache, generate
 
+    dev = next(lm.model.parameters()).device
     stamps: list[float] = []
+    sync(dev)
     t0 = time.perf_counter()
     kv = AnswerCache.from_cache(cache, len(ask) + n_tokens)
     generate(lm.model, kv, ask, n_tokens, on_token=lambda _id, _text: stamps.append(time.perf_counter()))
+    sync(dev)
     end = time.perf_counter()
     first = stamps[0] if stamps else end
     return first - t0, ((n_tokens - 1) / (end - first) if n_tokens > 1 and end > first else None), kv.get_seq_length()
@@ -260,8 +289,11 @@ def _run_prefill(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
     for piece in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
         ids.extend(piece)
     cache = DynamicCache()
+    x = torch.tensor([ids], device=dev)
+    sync(dev)
     t0 = time.perf_counter()
-    lm.model.model(input_ids=torch.tensor([ids], device=dev), past_key_values=cache, use_cache=True)
+    lm.model.model(input_ids=x, past_key_values=cache, use_cache=True)
+    sync(dev)
     read_s = time.perf_counter() - t0
     if progress is not None:
         progress.update(len(ids) - len(header), force=True)
@@ -283,7 +315,7 @@ def worker_command(cfg: SpeedConfig, method: str, length: int) -> list[str]:
            "--pot-size", str(cfg.pot_size), "--keep", str(cfg.keep), "--chunk", str(cfg.chunk),
            "--seed", str(cfg.seed), "--gen-tokens", str(cfg.gen_tokens), "--piece", str(cfg.piece)]
     for flag, val in (("--model", cfg.model), ("--device", cfg.device), ("--dtype", cfg.dtype),
-                      ("--haystack", cfg.haystack), ("--threads", cfg.threads)):
+                      ("--haystack", cfg.haystack), ("--threads", cfg.threads), ("--synthetic", cfg.synthetic)):
         if val:
             cmd += [flag, str(val)]
     return cmd

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--piece", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--synthetic", default=None)
     a = ap.parse_args(argv)
 
     def torch_threads() -> int:
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import InfinipotError
     from ..model import load_model
     from .progress import Progress
+    from ..devices import gpu_name, peak_mb
     from .speed import SPEED_METHODS, SpeedConfig, measure, rss_mb
 
     from ..threads import configure
@@ -54,12 +56,19 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown method {a.method!r}")
         cfg = SpeedConfig(methods=[a.method], lengths=[a.length], pot_size=a.pot_size, keep=a.keep, chunk=a.chunk,
                           model=a.model, device=a.device, dtype=a.dtype, haystack=a.haystack, seed=a.seed,
-                          gen_tokens=a.gen_tokens, piece=a.piece, threads=a.threads)
-        lm = load_model(a.model, a.device, a.dtype)
+                          gen_tokens=a.gen_tokens, piece=a.piece, threads=a.threads, synthetic=a.synthetic)
+        if a.synthetic:
+            from .synthetic import load_synthetic
+
+            lm = load_synthetic(a.synthetic, a.device, a.dtype, seed=a.seed)
+        else:
+            lm = load_model(a.model, a.device, a.dtype)
         load_rss = rss_mb()
+        load_gpu = peak_mb(lm.device)
         rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
-                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb()})
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb(), "load_gpu_mb": load_gpu,
+                    "gpu_name": gpu_name(lm.device)})
     except InfinipotError as e:
         rec["error"] = str(e)
     except Exception as e:  # noqa: BLE001 - report, do not crash the benchmark

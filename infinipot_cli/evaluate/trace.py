@@ -113,7 +113,7 @@ class NeedleTracer:
     @torch.no_grad()
     def snapshot(self, engine, final: bool = False) -> dict:
         pot = engine.pot
-        src, nov = pot.src, pot.nov.float()
+        src, nov = pot.src.cpu(), pot.nov.float().cpu()  # diagnostics run on the host
         L, H, S = src.shape
         npin = pot.n_pinned
         tr = engine.tokens_read
@@ -152,7 +152,7 @@ class NeedleTracer:
         cat = torch.full_like(src, CATEGORIES.index("other"))
         if self.recent:
             cat[src >= tr - self.recent] = CATEGORIES.index("recent")
-        cat[self.punct_mask(pot.tok)] = CATEGORIES.index("punct")
+        cat[self.punct_mask(pot.tok.cpu())] = CATEGORIES.index("punct")
         cat[mask] = CATEGORIES.index("needle")
         cat[(src >= 0) & (src < self.sinks)] = CATEGORIES.index("sinks")
         cat[src < 0] = CATEGORIES.index("pinned")

@@ -10,7 +10,7 @@ from .policies import Policy, SelectionInputs
 
 def _range(inp: SelectionInputs, start: int, stop: int) -> torch.Tensor:
     L, H = inp.shape
-    return torch.arange(start, stop).view(1, 1, -1).expand(L, H, -1)
+    return torch.arange(start, stop, device=inp.nov.device).view(1, 1, -1).expand(L, H, -1)
 
 
 def _head_and_tail(inp: SelectionInputs, head: int) -> torch.Tensor:

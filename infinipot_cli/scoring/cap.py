@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..devices import sync
+
 _BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
 
 
@@ -122,6 +124,7 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
     cap = _ACTIVE
     if cap is None or (cap.rows <= 0 and not cap.all_rows):
         return
+    sync(query.device)  # CUDA: the timer covers this layer's capture, not the attention queued before it
     t0 = time.perf_counter()
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
@@ -145,6 +148,7 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
                 f0, f1 = cap.focus
                 rel = p[:, :, :, f0:f1].mean(3) - p[:, :, :, :f0].mean(3)  # (B, Hkv, G, S)
                 cap.relevance[module.layer_idx] = rel.sum(2)[0]  # (Hkv, S)
+    sync(query.device)
     cap.seconds += time.perf_counter() - t0
 
 

@@ -93,8 +93,8 @@ class BoundaryTable:
         """{flag name: bool tensor shaped like `tok`} for every flag in _F."""
         uniq = tok.unique().tolist()
         self._classify(uniq)
-        lut = torch.tensor([self._known[i] for i in uniq], dtype=torch.bool).view(len(uniq), len(_F))
-        pos = torch.searchsorted(torch.tensor(uniq, dtype=tok.dtype), tok.contiguous())
+        lut = torch.tensor([self._known[i] for i in uniq], dtype=torch.bool, device=tok.device).view(len(uniq), len(_F))
+        pos = torch.searchsorted(torch.tensor(uniq, dtype=tok.dtype, device=tok.device), tok.contiguous())
         rows = lut[pos]  # (..., N, F)
         return {name: rows[..., k] for k, name in enumerate(_F)}
 
@@ -157,11 +157,11 @@ def segment_ids(starts: torch.Tensor, max_len: int) -> torch.Tensor:
     """(R, N) segment index per entry (0-based, increasing along N): units split into near-equal pieces of
     at most `max_len` entries (a 50-entry sentence with max_len 48 becomes 25 + 25, not 48 + 2)."""
     R, N = starts.shape
-    ar = torch.arange(N).expand(R, N)
+    ar = torch.arange(N, device=starts.device).expand(R, N)
     unit = starts.long().cumsum(-1) - 1                                   # (R, N) unit index
     first = torch.where(starts, ar, torch.zeros_like(ar)).cummax(-1).values  # unit's first entry
     pos = ar - first                                                      # position inside the unit
-    length = torch.zeros(R, N, dtype=torch.long).scatter_add_(-1, unit, torch.ones_like(unit))
+    length = torch.zeros(R, N, dtype=torch.long, device=starts.device).scatter_add_(-1, unit, torch.ones_like(unit))
     ulen = length.gather(-1, unit)                                        # (R, N) length of own unit
     pieces = (ulen + max_len - 1) // max_len
     piece = pos * pieces // ulen                                          # which piece of the unit
@@ -174,8 +174,8 @@ def segment_means(seg: torch.Tensor, score: torch.Tensor) -> tuple[torch.Tensor,
     """Per row: (mean score, length) of every segment, (R, S_max) padded with (-inf, 0)."""
     R, N = seg.shape
     S = int(seg.max()) + 1 if seg.numel() else 0
-    total = torch.zeros(R, S, dtype=torch.float32).scatter_add_(-1, seg, score.float())
-    count = torch.zeros(R, S, dtype=torch.float32).scatter_add_(-1, seg, torch.ones_like(score, dtype=torch.float32))
+    total = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, score.float())
+    count = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, torch.ones_like(score, dtype=torch.float32))
     mean = torch.where(count > 0, total / count.clamp_min(1), torch.full_like(total, float("-inf")))
     return mean, count.long()
 

@@ -21,7 +21,7 @@ def select_tokens(scores: Scores, budget: int, alpha: float) -> tuple[torch.Tens
     cap, nov = scores.cap, scores.nov
     shape = torch.broadcast_shapes(cap.shape, nov.shape)
     cap, nov = cap.expand(shape), nov.expand(shape)
-    forced = torch.zeros(shape, dtype=torch.bool)
+    forced = torch.zeros(shape, dtype=torch.bool, device=cap.device)
     t = min(int(round(alpha * budget)), budget)
     if t > 0:
         forced.scatter_(-1, nov.topk(t, dim=-1).indices, True)
@@ -40,16 +40,16 @@ def select_segments(scores: Scores, starts: torch.Tensor, budget: int, alpha: fl
     cap = scores.cap.expand(shape).reshape(R, n)
     nov = scores.nov.expand(shape).reshape(R, n)
     seg = segment_ids(starts.expand(shape).reshape(R, n), max_len)       # (R, N)
-    taken = torch.zeros(R, n, dtype=torch.bool)
+    taken = torch.zeros(R, n, dtype=torch.bool, device=cap.device)
     t = min(int(round(alpha * budget)), budget)
     if t > 0:
-        taken = take_segments(seg, nov, torch.full((R,), t), taken, exact=False)
+        taken = take_segments(seg, nov, torch.full((R,), t, device=cap.device), taken, exact=False)
     by_nuc = taken.clone()
     taken = take_segments(seg, cap, budget - taken.long().sum(-1), taken, exact=True)
     short = budget - taken.long().sum(-1)                                 # (R,)
     if int(short.max()) > 0:  # fewer free segments than the budget (tiny pots): best single entries
         extra = cap.masked_fill(taken, float("-inf")).topk(int(short.max()), dim=-1).indices
-        rank = torch.arange(extra.shape[-1]).expand_as(extra)
+        rank = torch.arange(extra.shape[-1], device=extra.device).expand_as(extra)
         taken.scatter_(-1, extra, rank < short[:, None])
     idx = taken.nonzero()[:, 1].view(R, budget)                           # ascending per row
     return idx.view(r1, r2, budget), by_nuc.view(r1, r2, n)
