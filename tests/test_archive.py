@@ -103,7 +103,8 @@ def test_recall_ranks_the_sentence_with_the_questions_words_first(tok):
 def test_recall_keeps_the_pot_bounded_and_brings_the_fact_back(model, tok):
     ids = _doc(tok, copies=8, fact_at=1)
     seen, kept_by_answer = [], []
-    eng = _read(model, tok, ids, events=lambda ev: (seen.append(ev.entries), kept_by_answer.append(ev.kept_src)))
+    eng = _read(model, tok, ids, events=lambda ev: (seen.append(ev.entries),
+                                                    ev.kind == "distill" and kept_by_answer.append(ev.kept_src)))
     fact_ids = tok.encode(" " + FACT.strip(), add_special_tokens=False)[1:]
     fact_at = next(i for i in range(len(ids)) if ids[i:i + len(fact_ids)] == fact_ids)
     P = Prompts(tok)
