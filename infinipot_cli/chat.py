@@ -103,10 +103,10 @@ class ChatSession:
         return save_pot(path, self.engine, self.state.save_meta())
 
     def inspect(self, show: TextIO) -> None:
-        """potfile.inspect_pot / render_inspect on the pot as read (written to a temporary file first)."""
+        """inspect_pot / render_inspect on the pot as read (written to a temporary file first)."""
         from rich.console import Console
 
-        from .potfile import inspect_pot, render_inspect
+        from .inspect import inspect_pot, render_inspect
 
         folder = tempfile.mkdtemp(prefix="infinipot-chat-")
         try:

@@ -294,7 +294,8 @@ class Engine:
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
-            self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
+            if self.tok is not None:  # sentence units need the tokenizer's text
+                self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
             pot.keep(idx, rerotate=pol.rerotate)
             self.cycles += 1
         sync(self.device)

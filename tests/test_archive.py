@@ -102,21 +102,21 @@ def test_recall_ranks_the_sentence_with_the_questions_words_first(tok):
 
 def test_recall_keeps_the_pot_bounded_and_brings_the_fact_back(model, tok):
     ids = _doc(tok, copies=8, fact_at=1)
-    seen, kept_by_answer = [], []
-    eng = _read(model, tok, ids, events=lambda ev: (seen.append(ev.entries),
-                                                    ev.kind == "distill" and kept_by_answer.append(ev.kept_src)))
+    seen = []
+    eng = _read(model, tok, ids, events=lambda ev: seen.append(ev.entries))
     fact_ids = tok.encode(" " + FACT.strip(), add_special_tokens=False)[1:]
     fact_at = next(i for i in range(len(ids)) if ids[i:i + len(fact_ids)] == fact_ids)
     P = Prompts(tok)
     prompt, focus = P.ask(QUESTION)
     assert not question_known(eng, prompt, focus)
     eng.cfg.reencode = False
-    n_before, kept_by_answer[:] = len(eng.pot), []
-    eng.answer(prompt, "question", max_new_tokens=4, focus=focus)
+    n_before, answered_from = len(eng.pot), []
+    eng.answer(prompt, "question", max_new_tokens=4, focus=focus,
+               on_text=lambda t: answered_from or answered_from.append(eng.pot.src[0, 0].clone()))
     assert eng.recalled > 0
     assert max(seen) <= 160 and eng.pot.peak_entries <= 160     # M entries at most, recall included
-    kept = kept_by_answer[-1]                                   # what the answer's last distillation kept
-    assert kept is not None and bool(((kept >= fact_at) & (kept < fact_at + len(fact_ids))).any())
+    kept = answered_from[0]                                     # the pot the answer was written from
+    assert bool(((kept >= fact_at) & (kept < fact_at + len(fact_ids))).any())
     assert len(eng.pot) == n_before                             # and the pot is as read again afterwards
 
 

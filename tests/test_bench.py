@@ -145,7 +145,9 @@ def test_bench_speed(tmp_path):
     assert runs["infinipot"]["cycles"] >= 1 and runs["infinipot"]["timings"]["nuc"] > 0
     # the display share is measured when infinipot_cli.display exists, else recorded as 0 with a note
     assert runs["infinipot"]["timings"]["display"] > 0 or "display" in runs["infinipot"]["note"]
-    assert runs["plain"]["timings"]["nuc"] == 0 and runs["plain"]["cycles"] == 0
+    # plain: the engine's own schedule, cropping where it would distill, with no NuC and no scoring
+    assert runs["plain"]["timings"]["nuc"] == 0 and runs["plain"]["timings"]["cap"] == 0
+    assert runs["plain"]["cycles"] >= 1
     assert _png_ok(out / "speed.png")
 
 

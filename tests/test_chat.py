@@ -20,7 +20,8 @@ from tiny_models import make_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
-SMALL = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "32"]
+ANSWER = ["--max-new-tokens", "32"]  # a loaded pot keeps the pot settings it was read with
+SMALL = ["--pot-size", "512", "--keep", "256"] + ANSWER
 Q_CAT = "What was the keeper's cat called?"
 Q_STEPS = "How many steps lead to the lamp room?"
 
@@ -45,18 +46,18 @@ def story_pot(tmp_path_factory, builtin):
 # ---- stdin is not a terminal: one answer line per question ------------------------------------------
 def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
     saved = str(tmp_path / "again.pot")
-    r = invoke(["chat", "--load-pot", story_pot, "-q"] + SMALL, input=f"{Q_CAT}\n\n/save {saved}\n{Q_STEPS}\n")
+    r = invoke(["chat", "--load-pot", story_pot, "-q"] + ANSWER, input=f"{Q_CAT}\n\n/save {saved}\n{Q_STEPS}\n")
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.split("\n")
     assert len(lines) == 3 and lines[2] == "" and all(lines[:2]), r.stdout  # two answers, nothing else
     # each question starts from the pot as read: the same answer asked alone, and as `ask --load-pot` gives
-    alone = invoke(["chat", "--load-pot", story_pot, "-q", "--json"] + SMALL, input=f"{Q_STEPS}\n")
+    alone = invoke(["chat", "--load-pot", story_pot, "-q", "--json"] + ANSWER, input=f"{Q_STEPS}\n")
     assert json.loads(alone.stdout) == {"question": Q_STEPS, "answer": lines[1]}  # --json: one object a line
-    ask = invoke(["ask", "--load-pot", story_pot, Q_STEPS, "--json", "-q"] + SMALL)
+    ask = invoke(["ask", "--load-pot", story_pot, Q_STEPS, "--json", "-q"] + ANSWER)
     assert json.loads(ask.stdout)["answer"] == lines[1]
     # /save wrote a pot that loads and holds the same read
     assert "pot saved to" in r.stderr
-    again = invoke(["ask", "--load-pot", saved, Q_CAT, "--json", "-q"] + SMALL)
+    again = invoke(["ask", "--load-pot", saved, Q_CAT, "--json", "-q"] + ANSWER)
     assert again.exit_code == 0, again.stderr
     assert json.loads(again.stdout)["answer"] == lines[0]
     assert json.loads(again.stdout)["tokens_read"] == json.loads(ask.stdout)["tokens_read"]
@@ -64,7 +65,7 @@ def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
 
 def test_a_bad_question_gives_stderr_and_the_rest_is_answered(story_pot):
     long_q = "Why " + "and why " * 400 + "?"
-    r = invoke(["chat", "--load-pot", story_pot, "-q"] + SMALL, input=f"{long_q}\n/nope\n{Q_STEPS}\n")
+    r = invoke(["chat", "--load-pot", story_pot, "-q"] + ANSWER, input=f"{long_q}\n/nope\n{Q_STEPS}\n")
     assert r.exit_code == 1
     lines = r.stdout.split("\n")
     assert lines[0] == "" and lines[1] and len(lines) == 3   # an empty line for the failed one, then the answer
@@ -162,7 +163,7 @@ def test_pty_session_answers_and_leaves_on_ctrl_d(story_pot):
 
     master, slave = pty.openpty()
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), "TERM": "dumb"}
-    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "chat", "--load-pot", story_pot, "-q"] + SMALL,
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "chat", "--load-pot", story_pot, "-q"] + ANSWER,
                          stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
     os.close(slave)
     try:

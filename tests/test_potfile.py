@@ -115,14 +115,16 @@ def test_round_trip_is_exact(tmp_path, model, tok):
 def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, model, tok):
     """Options missing from a saved config (the pot predates them) load with the paper's values, not today's
     defaults; a question catalyst gets its focus rows back (scoring/cap.py)."""
-    import infinipot_cli.potfile as pf
     from infinipot_cli.prompts import Prompts
 
     eng = _engine(model, tok)
     cat, focus = Prompts(tok).catalyst("question", "Who wrote the letter?")
     eng.set_catalyst(cat, focus)
-    monkeypatch.setattr(pf, "CONFIG_FIELDS", tuple(f for f in pf.CONFIG_FIELDS
-                                                   if f not in ("segment", "relevance", "final_keep", "reencode")))
+    import dataclasses
+
+    old_fields = ("segment", "relevance", "final_keep", "reencode", "recall")  # options a pot can predate
+    monkeypatch.setattr(PotConfig, "as_dict", lambda self: {k: v for k, v in dataclasses.asdict(self).items()
+                                                            if k not in old_fields})
     path = tmp_path / "old.pot"
     save_pot(path, eng, {"sources": SOURCES, "model": "tiny-llama",
                          "catalyst": {"kind": "question", "text": "Who wrote the letter?"}})
@@ -263,9 +265,8 @@ def test_read_meta_and_inspect(saved, tok):
     path, eng = saved
     meta = read_meta(path)
     assert meta["format_version"] == 1 and meta["model"] == "tiny-llama"
-    assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32, "pool": 0,
-                              "nuc_decay": 1.0, "recent": 0, "span": 0, "share": True,
-                              "share_from": 0.5, "relevance": True, "segment": 48, "rel_share": 1.0,
+    assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32,
+                              "share": True, "share_from": 0.5, "relevance": True, "segment": 48,
                               "final_keep": 512, "reencode": True, "recall": 1024}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
@@ -322,4 +323,6 @@ def test_question_mismatch():
 
 
 def test_strip_line():
-    assert potfile.strip_line([0, 0.01, 0.5, 1.0]) == " ▁▄█"
+    from infinipot_cli.inspect import strip_line
+
+    assert strip_line([0, 0.01, 0.5, 1.0]) == " ▁▄█"

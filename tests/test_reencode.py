@@ -33,34 +33,41 @@ def test_a_question_is_answered_over_a_fresh_prefill_of_the_pot_tokens(arch):
     cfg = PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True)
     eng = run_engine(model, doc_ids(400), cfg)
     assert eng.cycles >= 3
-    answer = eng.answer(PROMPT, "question", max_new_tokens=6, focus=QUESTION)  # narrows to 40, then answers
-    tok = eng.pot.tok
-    assert len(eng.pot) == 40 and bool((tok == tok[:1, :1]).all())  # one text in every (layer, head)
+    n = len(eng.pot)
+    seen = []  # the pot while the answer is written: narrowed to 40
+    answer = eng.answer(PROMPT, "question", max_new_tokens=6, focus=QUESTION,
+                        on_text=lambda t: seen or seen.append(eng.pot.tok.clone()))
+    tok = seen[0]
+    assert tok.shape[-1] == 40 and bool((tok == tok[:1, :1]).all())  # one text in every (layer, head)
     assert tok[0, 0, :len(HEADER)].tolist() == HEADER
     assert answer == fresh_greedy(model, tok[0, 0].tolist(), PROMPT, 6, cfg.chunk)
-    # the pot itself is left as it was: same entries, same KV states; asking again gives the same answer
+    # the pot is restored as read: same entries, same KV states; asking again gives the same answer
     keys = [layer.keys.clone() for layer in eng.pot.cache.layers]
+    assert len(eng.pot) == n
     assert eng.answer(PROMPT, "question", max_new_tokens=6, focus=QUESTION) == answer
-    assert len(eng.pot) == 40
+    assert len(eng.pot) == n
     assert all(torch.equal(k, layer.keys) for k, layer in zip(keys, eng.pot.cache.layers))
 
 
 def test_reencode_differs_from_the_pot_kv_and_is_off_where_it_does_not_apply():
     model = make_model("llama")
     docs = doc_ids(400)
-    on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
-    off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
-    # the pot's KV states, carried through the cycles, are not those of its text read afresh
+    on = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, recall=0, reencode=True))
+    off = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, recall=0, reencode=False))
+    # the pot's KV states, carried through the cycles, are not those of its text read afresh (recall off: the
+    # question's archived sentences would change the pot itself)
+    for e in (on, off):
+        e._final_distill(PROMPT, 40, QUESTION)  # the narrowing an answer does, kept here to compare against
     a_on, a_off = (e.answer(PROMPT, "question", max_new_tokens=8, focus=QUESTION) for e in (on, off))
     assert torch.equal(on.pot.tok, off.pot.tok)
     assert a_off == " ".join(map(str, _kv_greedy(off, 8)))
     assert a_on != a_off
     # no question (a summary): the pot's own KV, as with reencode off
-    on2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True))
-    off2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=False))
+    on2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, recall=0, reencode=True))
+    off2 = run_engine(model, docs, PotConfig(size=96, keep=48, chunk=16, final_keep=40, recall=0, reencode=False))
     assert on2.answer(PROMPT, "summary", max_new_tokens=8) == off2.answer(PROMPT, "summary", max_new_tokens=8)
     # per-head selection (the paper's): the heads hold different tokens, no one text to prefill
-    kw = dict(size=96, keep=48, chunk=16, final_keep=40, share=False, segment=0, relevance=False)
+    kw = dict(size=96, keep=48, chunk=16, final_keep=40, recall=0, share=False, segment=0, relevance=False)
     on3 = run_engine(model, docs, PotConfig(**kw, reencode=True))
     off3 = run_engine(model, docs, PotConfig(**kw, reencode=False))
     assert not bool((on3.pot.tok == on3.pot.tok[:1, :1]).all())
