@@ -19,7 +19,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .errors import InfinipotError, InputError, UsageError
+from .errors import InfinipotError, UsageError
 
 app = typer.Typer(
     name="infinipot",

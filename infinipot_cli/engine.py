@@ -15,13 +15,13 @@ reaching into it.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
 
 from .archive import Archive, recall
-from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported: the engine's configuration
+from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, generate
 from .devices import sync
 from .errors import UsageError

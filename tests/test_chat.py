@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from infinipot_cli.chat import ChatSession, ReadState
 from infinipot_cli.cli import app
 from infinipot_cli.engine import Engine, PotConfig
-from tiny_models import make_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 
 import numpy as np
 import pytest
