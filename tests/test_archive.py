@@ -128,6 +128,7 @@ def test_no_recall_when_the_pot_was_read_with_the_question(model, tok):
     assert question_known(eng, prompt, focus)
 
 
+@pytest.mark.slow  # the recall mechanics run on a tiny model above; this is the real-model CLI path
 def test_ask_from_a_loaded_pot_never_opens_the_source(tmp_path, builtin):
     """`read DOC --save-pot` then `ask --load-pot` with the document gone: the answer comes from pot + archive."""
     import json
@@ -164,6 +165,7 @@ def test_new_needle_kinds_state_their_answer():
 
 
 
+@pytest.mark.slow  # the recall mechanics run on a tiny model above; this is the real-model CLI path
 def test_bench_needle_read_then_ask_flow(tmp_path, builtin):
     """`bench needle --flow direct,read-then-ask`: both rows on the same cell, side by side, with held shares."""
     import json
