@@ -105,6 +105,7 @@ def _session(builtin, out, err):
     return ChatSession(state, max_new_tokens=32, out=out, err=err)
 
 
+@pytest.mark.slow  # the pipe and pseudo-terminal tests answer with the real model in make test
 def test_terminal_loop_with_fake_input(builtin, monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     chat = _session(builtin, out, err)

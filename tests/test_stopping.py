@@ -127,6 +127,7 @@ def test_engine_stops_when_asked_and_pot_is_left_as_it_was():
 
 
 # ---- the built-in model: the demo question ends -----------------------------------------------------
+@pytest.mark.slow  # a real answer through the stopper also runs in test_cli (ask streams through it)
 def test_builtin_demo_question_answers_and_ends(builtin):
     from infinipot_cli.documents import open_source
     from infinipot_cli.prompts import Prompts
