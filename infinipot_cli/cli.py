@@ -222,6 +222,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
     t_start = time.perf_counter()
     with display:
         from .model import fingerprint, load_model
+        from .threads import configure
+
+        configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
 
         lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m))
         P = Prompts(lm.tokenizer)
@@ -570,9 +573,6 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version_cb,
 
 
 def main() -> None:
-    from .threads import configure
-
-    configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py)
     app()
 
 
