@@ -231,25 +231,15 @@ def question_known(engine: "Engine", prompt_ids: list[int], focus: tuple[int, in
     return list(prompt_ids[focus[0]:focus[1]]) == list(engine.catalyst[cf[0]:cf[1]])
 
 
-@torch.no_grad()
-def recall(engine: "Engine", prompt_ids: list[int], focus: tuple[int, int] | None, max_new_tokens: int) -> int:
-    """Forward the archive's best sentences for the question (`focus`: its tokens in `prompt_ids`) into the pot (at their document positions) before
-    the final distillation with the question; returns the tokens recalled. The pot never exceeds M entries:
-    when it lacks room, it is first distilled to C entries with the question as the catalyst (CaP-Q)."""
+def recall(engine: "Engine", prompt_ids: list[int], focus: tuple[int, int] | None,
+           max_new_tokens: int) -> list[tuple[int, list[int]]]:
+    """The archive's best sentences for the question (`focus`: its tokens in `prompt_ids`), in document order, as
+    (document start, token ids), within the room the pot leaves beside the answer; [] when the pot was read
+    with this question or nothing matches. The engine forwards them (Engine._recall)."""
     cfg, pot = engine.cfg, engine.pot
     budget = min(cfg.recall, cfg.size - cfg.keep - len(prompt_ids) - max_new_tokens)
     if budget < 8 or not len(engine.archive) or question_known(engine, prompt_ids, focus):
-        return 0
+        return []
     question = engine.tok.decode(prompt_ids[focus[0]:focus[1]], skip_special_tokens=True)
     chosen = engine.archive.candidates(engine.tok, question, budget, exclude=pot.src[pot.src >= 0].unique())
-    if not chosen:
-        return 0
-    segs = [engine.archive.segment(i) for i in chosen]
-    n = sum(len(ids) for _, ids in segs)
-    if len(pot) + n + len(prompt_ids) + max_new_tokens > cfg.size:
-        engine._final_distill(prompt_ids, cfg.keep, focus)
-    ids = [t for _, seg in segs for t in seg]
-    src = torch.cat([torch.arange(s, s + len(seg)) for s, seg in segs])  # (n,) original document positions
-    for i in range(0, n, cfg.chunk):
-        engine._forward(ids[i:i + cfg.chunk], src=src[i:i + cfg.chunk])
-    return n
+    return [engine.archive.segment(i) for i in chosen]

@@ -330,7 +330,8 @@ class Engine:
         snap = pot.snapshot() if question or target is not None else None  # what this answer changes is undone
         try:
             if question and cfg.bounded and cfg.recall and focus is not None:  # a question the pot was not read with
-                self.recalled = recall(self, prompt_ids, focus, max_new_tokens)
+                self.recalled = self._recall(recall(self, prompt_ids, focus, max_new_tokens), prompt_ids, focus,
+                                             max_new_tokens)
                 target = self._final_target(len(prompt_ids), max_new_tokens, question) if self.recalled else target
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
@@ -383,6 +384,21 @@ class Engine:
         for i in range(0, ids.shape[1], self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
         return cache
+
+    def _recall(self, segs: list[tuple[int, list[int]]], prompt_ids: list[int], focus, max_new_tokens: int) -> int:
+        """Forward recalled sentences (document start, token ids) into the pot at their document positions, as
+        if read; when they do not fit, the pot is first distilled to C with the question (CaP-Q), so it never
+        exceeds M entries. Returns the tokens recalled."""
+        n = sum(len(ids) for _, ids in segs)
+        if not n:
+            return 0
+        if len(self.pot) + n + len(prompt_ids) + max_new_tokens > self.cfg.size:
+            self._final_distill(prompt_ids, self.cfg.keep, focus)
+        ids = [t for _, seg in segs for t in seg]
+        src = torch.cat([torch.arange(s, s + len(seg)) for s, seg in segs])  # (n,) original document positions
+        for i in range(0, n, self.cfg.chunk):
+            self._forward(ids[i:i + self.cfg.chunk], src=src[i:i + self.cfg.chunk])
+        return n
 
     def _final_distill(self, prompt_ids: list[int], keep: int, focus: tuple[int, int] | None = None) -> None:
         """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question)."""
