@@ -109,6 +109,10 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
         tok.save_pretrained(str(tmp))
         if model.generation_config is not None:
             model.generation_config.save_pretrained(str(tmp))
+        del model, state
+        from . import q4
+
+        q4.build_sidecar(tmp)  # the Q4 grids for 4-bit decoding (q4.py), found once
         (tmp / "infinipot.json").write_text(
             json.dumps({"converted_from": gguf.name, "format": CONVERTED_FORMAT, "gguf_bytes": gguf.stat().st_size,
                         **(meta or {})})
@@ -352,6 +356,10 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"could not load model from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
     model.to(dev).eval()
+    if (path / "infinipot.json").is_file():  # converted from a GGUF by us: its Q4 matrices decode in 4 bits
+        from . import q4
+
+        q4.attach(model, path)
     if getattr(model.config, "rope_parameters", None) is None and not hasattr(model.model, "rotary_emb"):
         raise ModelError(f"{display} does not use rotary position embeddings (RoPE); infinipot needs a RoPE model")
     return LoadedModel(model=model, tokenizer=tok, name=display, path=str(path), device=dev, dtype=dt,

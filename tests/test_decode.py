@@ -149,3 +149,17 @@ def test_threads_configure(monkeypatch):
         assert configure(2) == 2  # an explicit count wins over the environment
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])  # gemma3: a sliding-window mask on the decoded row
+def test_one_row_attention_in_bf16_follows_sdpa(arch):
+    ref_model = make_model(arch, attn="sdpa").to(torch.bfloat16)
+    model = make_model(arch).to(torch.bfloat16)  # same seed: same weights; the wrapper's one-row CPU path
+    ctx = doc_ids(150, seed=5)
+    logits = []
+    for m in (ref_model, model):
+        cache = AnswerCache(200)
+        with torch.no_grad():
+            m.model(input_ids=torch.tensor([ctx]), past_key_values=cache, use_cache=True)
+            logits.append(m(input_ids=torch.tensor([[7]]), past_key_values=cache, use_cache=True).logits[0, -1].float())
+    assert (logits[0] - logits[1]).abs().max() < 0.02 * logits[0].abs().max() + 0.02

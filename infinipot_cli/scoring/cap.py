@@ -165,6 +165,29 @@ def _math_attention(module, query, key, value, attention_mask, scaling, softcap)
     return out.transpose(1, 2).contiguous(), None
 
 
+def _one_row_attention(query, key, value, attention_mask, scaling):
+    """Attention of a single query row (decoding on the CPU): GQA-grouped matmuls in the model's dtype (fp32
+    accumulation inside the GEMM), the softmax in fp32, no mask when none is given (one last row attends to
+    every key). query: (B, Hq, 1, D); key/value: (B, Hkv, S, D). Returns (B, 1, Hq, Dv)."""
+    b, hq, _, d = query.shape
+    hkv, s = key.shape[1], key.shape[2]
+    g = hq // hkv
+    if scaling is None:
+        scaling = d ** -0.5
+    # One 2D product per (batch, KV head), K @ q^T: a cache view's rows are read in place, where a batched or
+    # transposed K would be copied whole for every token (measured: 2x the time of the products themselves).
+    q = query.reshape(b, hkv, g, d)
+    logits = torch.stack([torch.stack([key[i, h] @ q[i, h].T for h in range(hkv)]) for i in range(b)])  # (B, Hkv, S, G)
+    logits = logits.transpose(-1, -2).float() * scaling  # (B, Hkv, G, S)
+    if attention_mask is not None and attention_mask.dim() == 4:
+        m = attention_mask[..., -1:, :]  # (B, 1|Hq, 1, S)
+        m = m.reshape(m.shape[0], 1, 1, s) if m.shape[1] == 1 else m.reshape(m.shape[0], hkv, g, s)
+        logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
+    p = torch.softmax(logits, dim=-1).to(value.dtype)
+    out = torch.stack([torch.stack([p[i, h] @ value[i, h] for h in range(hkv)]) for i in range(b)])  # (B, Hkv, G, Dv)
+    return out.reshape(b, 1, hq, value.shape[-1]), None
+
+
 def _make_wrapper(base_name: str):
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
@@ -174,9 +197,11 @@ def _make_wrapper(base_name: str):
         # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
         softcap = kwargs.get("softcap")
         record(module, query, key, attention_mask, scaling, softcap)
-        # one query row on the CPU (decoding): grouped matmuls, fp32 softmax; CPU SDPA is 5-10x slower there in bf16
-        if base_name == "sdpa" and (softcap is not None or (query.shape[2] == 1 and query.device.type == "cpu")):
+        if base_name == "sdpa" and softcap is not None:
             return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
+        # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/results/speed.md)
+        if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
+            return _one_row_attention(query, key, value, attention_mask, scaling)
         return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
     return infinipot_attention

@@ -1,0 +1,100 @@
+"""4-bit decoding weights (infinipot_cli/q4.py): Q4_1 grids found exactly and only where they exist, the int4
+path equal to the dense bf16 layer, the sidecar built once, and decoding with them on a tiny model."""
+
+import pytest
+import torch
+
+from infinipot_cli import q4
+from tiny_models import make_model
+
+pytestmark = pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")
+
+
+def q4_1(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """A weight as llama.cpp's Q4_1 dequantizes it: per 32 inputs, fp16 scale d and minimum m, w = d * q + m."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=g) * 0.05
+    blocks = w.view(n, k // 32, 32)
+    lo, hi = blocks.amin(-1), blocks.amax(-1)
+    d = ((hi - lo) / 15).half().float()
+    m = lo.half().float()
+    q = ((blocks - m[..., None]) / d[..., None]).round().clamp(0, 15)
+    return (q * d[..., None] + m[..., None]).view(n, k)
+
+
+def test_find_grid_recovers_q4_1_exactly_and_rejects_other_weights():
+    w = q4_1(64, 96)
+    q, step, lo = q4.find_grid(w)
+    assert q.dtype == torch.uint8 and int(q.max()) <= 15
+    rebuilt = (q.float().view(64, 3, 32) * step[..., None] + lo[..., None]).view(64, 96)
+    assert torch.allclose(rebuilt, w, rtol=0, atol=1e-6)
+    assert q4.find_grid(torch.randn(64, 96)) is None          # ordinary weights are no grid
+    assert q4.find_grid(w[:, :80]) is None                     # inputs not a multiple of 32
+    assert q4.find_grid(w.bfloat16()) is None                  # only the exact fp32 values tell
+    w2 = w.clone()
+    w2[3, 5] += 0.3 * step[3, 0]                               # one weight off the grid
+    assert q4.find_grid(w2) is None
+    assert q4.find_grid(torch.zeros(8, 32)) is not None        # a constant block: step 0
+
+
+def test_nibbles_round_trip():
+    q = torch.randint(0, 16, (5, 64), dtype=torch.uint8)
+    assert torch.equal(q4._unpack_nibbles(q4._pack_nibbles(q)), q)
+
+
+def _q4_model(tmp_path):
+    """A tiny Llama whose linear weights are Q4_1 grids, saved as a converted folder, loaded in bf16."""
+    from transformers import AutoModelForCausalLM
+
+    model = make_model("llama")
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            if p.dim() == 2 and "proj" in name:
+                p.copy_(q4_1(*p.shape, seed=i))
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    return model, loaded.eval()
+
+
+def test_attach_switches_the_grid_layers_and_matches_dense(tmp_path):
+    _, model = _q4_model(tmp_path)
+    dense = {n: m.weight.detach().clone() for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    n = q4.attach(model, tmp_path)
+    assert (tmp_path / q4.SIDECAR).is_file()
+    switched = [name for name, m in model.named_modules() if isinstance(m, q4.Q4Linear)]
+    assert n == len(switched) > 0 and all("proj" in s for s in switched)
+    assert "lm_head" not in switched                           # not a grid: left dense
+    for name in switched:
+        layer = model.get_submodule(name)
+        assert torch.equal(layer.weight, dense[name])          # the parameters are the layer's own
+        x = torch.randn(1, layer.in_features).bfloat16()
+        want = torch.nn.functional.linear(x.float(), layer.weight.float())
+        assert torch.allclose(layer(x).float(), want, rtol=2e-2, atol=2e-2)
+        big = torch.randn(q4.MAX_ROWS + 1, layer.in_features).bfloat16()
+        assert torch.equal(layer(big), torch.nn.functional.linear(big, layer.weight))  # chunks: dense
+    assert q4.attach(model, tmp_path) == 0                     # already switched
+
+
+def test_decoding_with_q4_follows_the_dense_model(tmp_path):
+    from infinipot_cli.decode import AnswerCache, generate
+
+    _, model = _q4_model(tmp_path)
+    ids = torch.randint(3, 200, (1, 40), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits[0, -1].float()
+        q4.attach(model, tmp_path)
+        cache = AnswerCache(64)
+        model.model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True)
+        step = model(input_ids=ids[:, -1:], past_key_values=cache, use_cache=True).logits[0, -1].float()
+    assert (step - ref).abs().max() < 0.05 * ref.abs().max()
+    assert len(generate(model, AnswerCache(64), ids[0].tolist(), 5)) == 5
+
+
+def test_fp32_models_and_foreign_folders_are_left_alone(tmp_path):
+    model = make_model("llama")  # fp32: the int4 kernel's fp32 path is slower than dense
+    assert q4.attach(model, tmp_path) == 0
+    assert not (tmp_path / q4.SIDECAR).exists()
+    _, bf = _q4_model(tmp_path / "m")
+    for f in (tmp_path / "m").glob("*.safetensors"):
+        f.unlink()  # no weights to search: an empty sidecar, nothing switched
+    assert q4.attach(bf, tmp_path / "m") == 0
