@@ -1,5 +1,6 @@
-"""4-bit decoding weights (infinipot_cli/q4.py): Q4_1 grids found exactly and only where they exist, the int4
-path equal to the dense bf16 layer, the sidecar built once, and decoding with them on a tiny model."""
+"""4-bit decoding weights (infinipot_cli/q4.py): Q4_1 and Q8_0 grids found exactly and only where they exist, the
+int4 path equal to the dense bf16 layer (a tied LM head included), the sidecar built once, and decoding with them
+on a tiny model."""
 
 import pytest
 import torch
@@ -22,6 +23,25 @@ def q4_1(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return (q * d[..., None] + m[..., None]).view(n, k)
 
 
+def q8_0(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """A weight as llama.cpp's Q8_0 dequantizes it: per 32 inputs an fp16 scale d = max|w| / 127, w = d * q."""
+    g = torch.Generator().manual_seed(seed)
+    blocks = (torch.randn(n, k, generator=g) * 0.05).view(n, k // 32, 32)
+    d = (blocks.abs().amax(-1) / 127).half().float()
+    return ((blocks / d[..., None]).round().clamp(-127, 127) * d[..., None]).view(n, k)
+
+
+def test_find_grid8_recovers_q8_0_and_its_two_int4_products_sum_to_it():
+    w = q8_0(48, 64)
+    q, step = q4.find_grid8(w)
+    assert q.dtype == torch.int8 and int(q.abs().max()) == 127
+    assert torch.allclose((q.float().view(48, 2, 32) * step[..., None]).view(48, 64), w, rtol=0, atol=1e-6)
+    assert q4.find_grid8(torch.randn(48, 64)) is None
+    total = sum(((nib.float() - 8).view(48, 2, 32) * s[..., None] + z[..., None]).view(48, 64)
+                for nib, s, z in q4._int4_parts({"q8": q, "scale8": step}))
+    assert torch.allclose(total, w, rtol=0, atol=1e-6)
+
+
 def test_find_grid_recovers_q4_1_exactly_and_rejects_other_weights():
     w = q4_1(64, 96)
     q, step, lo = q4.find_grid(w)
@@ -42,15 +62,26 @@ def test_nibbles_round_trip():
     assert torch.equal(q4._unpack_nibbles(q4._pack_nibbles(q)), q)
 
 
-def _q4_model(tmp_path):
-    """A tiny Llama whose linear weights are Q4_1 grids, saved as a converted folder, loaded in bf16."""
-    from transformers import AutoModelForCausalLM
+def _q4_model(tmp_path, tied: bool = False):
+    """A tiny Llama whose projections are Q4_1 grids (and, `tied`, whose embedding = LM head is a Q8_0 grid), saved
+    as a converted folder, loaded in bf16."""
+    from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
-    model = make_model("llama")
+    from tiny_models import make_config
+
+    if tied:
+        cfg = make_config("llama")
+        cfg.tie_word_embeddings = True
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(cfg).eval()
+    else:
+        model = make_model("llama")
     with torch.no_grad():
         for i, (name, p) in enumerate(model.named_parameters()):
             if p.dim() == 2 and "proj" in name:
                 p.copy_(q4_1(*p.shape, seed=i))
+            elif tied and "embed" in name:
+                p.copy_(q8_0(*p.shape, seed=i))
     model.save_pretrained(tmp_path)
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
     return model, loaded.eval()
@@ -73,6 +104,18 @@ def test_attach_switches_the_grid_layers_and_matches_dense(tmp_path):
         big = torch.randn(q4.MAX_ROWS + 1, layer.in_features).bfloat16()
         assert torch.equal(layer(big), torch.nn.functional.linear(big, layer.weight))  # chunks: dense
     assert q4.attach(model, tmp_path) == 0                     # already switched
+
+
+def test_a_tied_q8_lm_head_decodes_through_two_int4_products(tmp_path):
+    _, model = _q4_model(tmp_path, tied=True)
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    q4.attach(model, tmp_path)
+    head = model.lm_head
+    assert isinstance(head, q4.Q4Linear) and len(head.q4_parts) == 2
+    x = torch.randn(1, head.in_features).bfloat16()
+    want = torch.nn.functional.linear(x.float(), head.weight.float())
+    assert torch.allclose(head(x).float(), want, rtol=2e-2, atol=2e-2)
+    assert int(head(x).argmax()) == int(want.argmax())
 
 
 def test_decoding_with_q4_follows_the_dense_model(tmp_path):
