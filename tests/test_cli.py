@@ -137,7 +137,7 @@ def test_formats(builtin, doc, fmt, unit):
 
 def test_answer_streams_to_stdout_only(builtin):
     """Plain run in a subprocess: the answer alone on stdout, progress lines on stderr."""
-    p = subprocess.run(CLI + ["ask", os.path.join(SAMPLES, "report.html"), "How many puffins did the survey count?",
+    p = subprocess.run(CLI + ["ask", os.path.join(SAMPLES, "report.html"), "What was the puffin count on Kestrel Rock?",
                               "--max-new-tokens", "40"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "412" in p.stdout
