@@ -94,17 +94,17 @@ def _group_logits(module, query: torch.Tensor, key: torch.Tensor, mask: torch.Te
     logits = logits.view(b, hkv, g, r, s)
     if softcap is not None:
         logits = torch.tanh(logits / softcap) * softcap
-    if mask is not None:
-        m = mask
-        if m.shape[1] == 1:
-            m = m.unsqueeze(1)  # (B, 1, 1, R, S)
-        else:
-            m = m.view(m.shape[0], hkv, g, r, s)
-        if m.dtype == torch.bool:
-            logits = logits.masked_fill(~m, float("-inf"))
-        else:
-            logits = logits + m.float()
-    return torch.softmax(logits, dim=-1)
+    return torch.softmax(_masked(logits, mask), dim=-1)
+
+
+def _masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """GQA-grouped logits (B, Hkv, G, R, S) with an attention mask (B|1, 1|Hq, R, S) applied: bool (True =
+    attend) or additive float."""
+    if mask is None:
+        return logits
+    b, hkv, g, r, s = logits.shape
+    m = mask.unsqueeze(1) if mask.shape[1] == 1 else mask.reshape(mask.shape[0], hkv, g, r, s)
+    return logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
 
 
 def _rows_mask(mask: torch.Tensor | None, q_len: int, kv_len: int, first: int, last: int,
@@ -170,7 +170,7 @@ def _one_row_attention(query, key, value, attention_mask, scaling):
     accumulation inside the GEMM), the softmax in fp32, no mask when none is given (one last row attends to
     every key). query: (B, Hq, 1, D); key/value: (B, Hkv, S, D). Returns (B, 1, Hq, Dv)."""
     b, hq, _, d = query.shape
-    hkv, s = key.shape[1], key.shape[2]
+    hkv = key.shape[1]
     g = hq // hkv
     if scaling is None:
         scaling = d ** -0.5
@@ -178,12 +178,9 @@ def _one_row_attention(query, key, value, attention_mask, scaling):
     # transposed K would be copied whole for every token (measured: 2x the time of the products themselves).
     q = query.reshape(b, hkv, g, d)
     logits = torch.stack([torch.stack([key[i, h] @ q[i, h].T for h in range(hkv)]) for i in range(b)])  # (B, Hkv, S, G)
-    logits = logits.transpose(-1, -2).float() * scaling  # (B, Hkv, G, S)
-    if attention_mask is not None and attention_mask.dim() == 4:
-        m = attention_mask[..., -1:, :]  # (B, 1|Hq, 1, S)
-        m = m.reshape(m.shape[0], 1, 1, s) if m.shape[1] == 1 else m.reshape(m.shape[0], hkv, g, s)
-        logits = logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
-    p = torch.softmax(logits, dim=-1).to(value.dtype)
+    logits = logits.transpose(-1, -2).float()[:, :, :, None] * scaling  # (B, Hkv, G, 1, S)
+    mask = attention_mask[..., -1:, :] if attention_mask is not None and attention_mask.dim() == 4 else None
+    p = torch.softmax(_masked(logits, mask), dim=-1)[:, :, :, 0].to(value.dtype)  # (B, Hkv, G, S)
     out = torch.stack([torch.stack([p[i, h] @ value[i, h] for h in range(hkv)]) for i in range(b)])  # (B, Hkv, G, Dv)
     return out.reshape(b, 1, hq, value.shape[-1]), None
 
@@ -199,7 +196,7 @@ def _make_wrapper(base_name: str):
         record(module, query, key, attention_mask, scaling, softcap)
         if base_name == "sdpa" and softcap is not None:
             return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
-        # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/results/speed.md)
+        # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
         if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
             return _one_row_attention(query, key, value, attention_mask, scaling)
         return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
