@@ -168,19 +168,14 @@ def test_new_needle_kinds_state_their_answer():
 @pytest.mark.slow  # the recall mechanics run on a tiny model above; this is the real-model CLI path
 def test_bench_needle_read_then_ask_flow(tmp_path, builtin):
     """`bench needle --flow direct,read-then-ask`: both rows on the same cell, side by side, with held shares."""
-    import json
-
     from typer.testing import CliRunner
 
     from infinipot_cli.evaluate.cli import bench_app
+    from test_bench import run_small_needle
 
-    out = tmp_path / "needle"
-    r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.3", "--kinds", "year",
-                                       "--flow", "direct,read-then-ask", "--pot-size", "512", "--keep", "256",
-                                       "--threads", "1", "--out", str(out)])
-    assert r.exit_code == 0, r.output
+    r, doc = run_small_needle(tmp_path / "needle", "--depths", "0.3", "--kinds", "year", "--flow",
+                              "direct,read-then-ask")
     assert "read-then-ask" in r.stdout
-    doc = json.loads((out / "needle.json").read_text())
     assert [t["flow"] for t in doc["trials"]] == ["direct", "read-then-ask"]
     direct, later = doc["trials"]
     assert direct["needle"] == later["needle"] and direct["length"] == later["length"] == 1024

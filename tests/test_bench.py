@@ -91,14 +91,18 @@ def test_named_haystacks():
         check_haystack("no/such/file.txt")
 
 
+def run_small_needle(out, *args: str):
+    """`bench needle` on one 1K cell with a 512/256 pot and one thread, plus `args`: (CLI result, needle.json)."""
+    r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--pot-size", "512", "--keep", "256",
+                                       "--threads", "1", "--out", str(out), *args])
+    assert r.exit_code == 0, r.output
+    return r, json.loads((out / "needle.json").read_text())
+
+
 def test_bench_needle(tmp_path, builtin):
     out = tmp_path / "needle"
-    r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.5", "--trials", "1",
-                                       "--methods", "infinipot,streaming", "--pot-size", "512", "--keep", "256",
-                                       "--threads", "1", "--out", str(out)])
-    assert r.exit_code == 0, r.output
+    r, doc = run_small_needle(out, "--depths", "0.5", "--trials", "1", "--methods", "infinipot,streaming")
     assert "Needle in a haystack" in r.stdout and "infinipot" in r.stdout and "streaming" in r.stdout
-    doc = json.loads((out / "needle.json").read_text())
     assert doc["complete"] and doc["config"]["pot_size"] == 512
     assert [t["method"] for t in doc["trials"]] == ["infinipot", "streaming"]
     for t in doc["trials"]:
