@@ -20,13 +20,25 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from . import decode_step
+
+
+GROW = 128  # rows an answer cache grows by: one-row attention reads all of a layer's rows, so little is left empty
+
+
+def answer_room(prompt_len: int, max_new_tokens: int) -> int:
+    """Rows to allocate beyond the pot: the prompt and the first GROW answer tokens (longer answers grow the
+    cache, one copy per GROW tokens), so a short answer does not read a long answer's empty rows every token."""
+    return prompt_len + min(max_new_tokens, GROW)
+
 
 class AnswerLayer(DynamicLayer):
     """One layer's keys/values in a buffer of `capacity` entries, written in place at the next index.
 
     ``keys``/``values`` are always views (1, H_kv, n, D) of the filled part, so everything that reads a
-    ``DynamicLayer`` (sequence length, mask sizes) sees an ordinary cache of length n. Past the capacity it
-    grows (doubling) instead of failing.
+    ``DynamicLayer`` (sequence length, mask sizes) sees an ordinary cache of length n. The buffers (``buffers()``)
+    start zeroed, so decode_step.py can attend over all `capacity` rows (one contiguous batch per layer) with the
+    unfilled ones masked. Past the capacity it grows by ``GROW`` rows instead of failing.
     """
 
     def __init__(self, capacity: int):
@@ -38,15 +50,15 @@ class AnswerLayer(DynamicLayer):
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
         b, h = key_states.shape[:2]
-        self._k = key_states.new_empty(b, h, self.capacity, key_states.shape[-1])
-        self._v = value_states.new_empty(b, h, self.capacity, value_states.shape[-1])
+        self._k = key_states.new_zeros(b, h, self.capacity, key_states.shape[-1])
+        self._v = value_states.new_zeros(b, h, self.capacity, value_states.shape[-1])
         self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
         self.is_initialized = True
 
     def _grow(self, need: int) -> None:
-        cap = max(need, 2 * self.capacity)
-        k = self._k.new_empty(*self._k.shape[:2], cap, self._k.shape[-1])
-        v = self._v.new_empty(*self._v.shape[:2], cap, self._v.shape[-1])
+        cap = need + GROW
+        k = self._k.new_zeros(*self._k.shape[:2], cap, self._k.shape[-1])
+        v = self._v.new_zeros(*self._v.shape[:2], cap, self._v.shape[-1])
         n = self.keys.shape[-2]
         k[:, :, :n].copy_(self.keys)
         v[:, :, :n].copy_(self.values)
@@ -63,6 +75,10 @@ class AnswerLayer(DynamicLayer):
         self._v[:, :, n:n + t].copy_(value_states)
         self.keys, self.values = self._k[:, :, :n + t], self._v[:, :, :n + t]
         return self.keys, self.values
+
+    def buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole (B, H_kv, capacity, D) buffers; rows past the filled length are zeros."""
+        return self._k, self._v
 
     def get_max_length(self) -> int:
         return -1  # grows when needed, like a DynamicLayer
@@ -97,7 +113,7 @@ def greedy_next(model, hidden: torch.Tensor) -> int:
     """argmax of the LM head over the last position only. hidden: (T, d). Final-logit soft-capping (Gemma 2) is
     monotonic, so the argmax of the raw logits is the same token; no fp32 copy of the (V,) logits is needed."""
     logits = model.lm_head(hidden[-1:])  # (1, V) in the model's dtype
-    return int(logits[0].argmax())
+    return int(logits[0].float().argmax())  # bf16 argmax is 3x slower than the conversion and an fp32 argmax
 
 
 class Detokenizer:
@@ -163,6 +179,7 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
     out = base(input_ids=torch.tensor([prompt_ids], device=dev), past_key_values=cache, use_cache=True)
     nxt = greedy_next(model, out.last_hidden_state[0])
     step = torch.empty(1, 1, dtype=torch.long, device=dev)
+    fused = decode_step.for_model(model)
     while True:
         if nxt in stops:
             break
@@ -177,9 +194,12 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
             on_token(nxt, text)
         if len(gen) >= max_new_tokens or (should_stop is not None and should_stop(gen, text)):
             break
-        step.fill_(nxt)
-        out = base(input_ids=step, past_key_values=cache, use_cache=True)
-        nxt = greedy_next(model, out.last_hidden_state[0])
+        if fused is not None and fused.usable(cache):  # one token without the module stack (decode_step.py)
+            nxt = greedy_next(model, fused(nxt, cache))
+        else:
+            step.fill_(nxt)
+            out = base(input_ids=step, past_key_values=cache, use_cache=True)
+            nxt = greedy_next(model, out.last_hidden_state[0])
     if detok is not None:
         piece = detok.flush()
         if piece and on_text is not None:

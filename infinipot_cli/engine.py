@@ -22,7 +22,7 @@ import torch
 
 from .archive import Archive, recall
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported
-from .decode import AnswerCache, generate
+from .decode import AnswerCache, answer_room, generate
 from .devices import sync
 from .errors import UsageError
 from .interrupts import deferred_interrupt
@@ -335,7 +335,7 @@ class Engine:
                 target = self._final_target(len(prompt_ids), max_new_tokens, question) if self.recalled else target
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
-            extra = len(prompt_ids) + max_new_tokens  # room for the prompt and the answer, allocated once
+            extra = answer_room(len(prompt_ids), max_new_tokens)  # room for the prompt and the answer's start
             fresh = self._reencoded(extra) if cfg.reencode and question else None
             kv = fresh if fresh is not None else AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
             gen = generate(self.model, kv, prompt_ids, max_new_tokens, stop_ids or set(), on_text, should_stop,

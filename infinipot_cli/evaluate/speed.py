@@ -266,13 +266,13 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
 def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None, int]:
     """Greedy decode over a copy of `cache` with the engine's loop (decode.generate, no early stop): (time to first
     token, decode tok/s, entries at the end). The copy into a preallocated cache counts in the time to first token."""
-    from ..decode import AnswerCache, generate
+    from ..decode import AnswerCache, answer_room, generate
 
     dev = next(lm.model.parameters()).device
     stamps: list[float] = []
     sync(dev)
     t0 = time.perf_counter()
-    kv = AnswerCache.from_cache(cache, len(ask) + n_tokens)
+    kv = AnswerCache.from_cache(cache, answer_room(len(ask), n_tokens))
     generate(lm.model, kv, ask, n_tokens, on_token=lambda _id, _text: stamps.append(time.perf_counter()))
     sync(dev)
     end = time.perf_counter()

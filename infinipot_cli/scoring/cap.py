@@ -165,24 +165,27 @@ def _math_attention(module, query, key, value, attention_mask, scaling, softcap)
     return out.transpose(1, 2).contiguous(), None
 
 
-def _one_row_attention(query, key, value, attention_mask, scaling):
-    """Attention of a single query row (decoding on the CPU): GQA-grouped matmuls in the model's dtype (fp32
-    accumulation inside the GEMM), the softmax in fp32, no mask when none is given (one last row attends to
-    every key). query: (B, Hq, 1, D); key/value: (B, Hkv, S, D). Returns (B, 1, Hq, Dv)."""
+def one_row_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: torch.Tensor | None, scaling: float | None):
+    """Attention of a single query row (decoding on the CPU): GQA-grouped batched products in the model's dtype
+    (fp32 accumulation inside the GEMM), the softmax in fp32, no mask when none is given (one last row attends to
+    every key). query: (B, Hq, 1, D); key/value: (B, Hkv, S, D). Returns (B, 1, Hq, Dv).
+
+    K @ q^T reads K's rows in place, where q @ K^T over a cache view made PyTorch copy K whole. Over a view of a
+    preallocated cache the batched products still copy (its heads are not S rows apart); decode_step.py avoids
+    that by attending over the whole buffer."""
     b, hq, _, d = query.shape
-    hkv = key.shape[1]
+    hkv, s, dv = key.shape[1], key.shape[2], value.shape[-1]
     g = hq // hkv
     if scaling is None:
         scaling = d ** -0.5
-    # One 2D product per (batch, KV head), K @ q^T: a cache view's rows are read in place, where a batched or
-    # transposed K would be copied whole for every token (measured: 2x the time of the products themselves).
-    q = query.reshape(b, hkv, g, d)
-    logits = torch.stack([torch.stack([key[i, h] @ q[i, h].T for h in range(hkv)]) for i in range(b)])  # (B, Hkv, S, G)
-    logits = logits.transpose(-1, -2).float()[:, :, :, None] * scaling  # (B, Hkv, G, 1, S)
     mask = attention_mask[..., -1:, :] if attention_mask is not None and attention_mask.dim() == 4 else None
-    p = torch.softmax(_masked(logits, mask), dim=-1)[:, :, :, 0].to(value.dtype)  # (B, Hkv, G, S)
-    out = torch.stack([torch.stack([p[i, h] @ value[i, h] for h in range(hkv)]) for i in range(b)])  # (B, Hkv, G, Dv)
-    return out.reshape(b, 1, hq, value.shape[-1]), None
+    q = query.reshape(b * hkv, g, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
+    logits = torch.bmm(key.flatten(0, 1), q.transpose(-1, -2))  # (B*Hkv, S, G)
+    logits = logits.transpose(-1, -2).float().view(b, hkv, g, 1, s) * scaling
+    p = torch.softmax(_masked(logits, mask), dim=-1).to(value.dtype).view(b * hkv, g, s)
+    out = torch.bmm(p, value.flatten(0, 1))  # (B*Hkv, G, Dv)
+    return out.reshape(b, 1, hq, dv), None
 
 
 def _make_wrapper(base_name: str):
@@ -198,7 +201,7 @@ def _make_wrapper(base_name: str):
             return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
         # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
         if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
-            return _one_row_attention(query, key, value, attention_mask, scaling)
+            return one_row_attention(query, key, value, attention_mask, scaling)
         return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
     return infinipot_attention

@@ -1,0 +1,136 @@
+"""One decoding step without transformers' module stack (infinipot_cli/decode_step.py): the model's logits and cache
+rows for every supported architecture, the same greedy answers as the model's forward (across a cache that grows and
+past a sliding window), unsupported architectures left to the forward, and the 4-bit layers' joint products."""
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from infinipot_cli import decode_step, q4
+from infinipot_cli.decode import AnswerCache, answer_room, generate
+from test_engine import PROMPT, doc_ids
+from tiny_models import make_config, make_model
+
+FUSED = ["llama", "llama3", "qwen2", "qwen3", "mistral"]  # plain, scaled RoPE, q/k/v biases, q/k norms, Mistral
+
+
+def _model(arch: str):
+    model = make_model(arch)
+    with torch.no_grad():  # biases and norms away from their init (zeros / ones) so the test sees them
+        for name, p in model.named_parameters():
+            if name.endswith(".bias") or "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def _forward_cache(model, ids) -> DynamicCache:
+    cache = DynamicCache()
+    with torch.no_grad():
+        model.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True)
+    return cache
+
+
+@pytest.mark.parametrize("arch", FUSED)
+def test_a_step_gives_the_models_logits_and_cache_rows(arch):
+    model = _model(arch)
+    step = decode_step.for_model(model)
+    assert step is not None
+    ctx = doc_ids(60, seed=1)
+    ref = _forward_cache(model, ctx)
+    kv = AnswerCache.from_cache(_forward_cache(model, ctx), 10)
+    for tok in (5, 17, 99):
+        with torch.no_grad():
+            want = model(input_ids=torch.tensor([[tok]]), past_key_values=ref, use_cache=True).logits[0, -1]
+            got = model.lm_head(step(tok, kv))[0]
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    for a, b in zip(kv.layers, ref.layers):
+        torch.testing.assert_close(a.keys, b.keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(a.values, b.values, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", FUSED)
+def test_greedy_answers_match_the_models_forward_across_growth(arch):
+    model = _model(arch)
+    ctx = doc_ids(80, seed=2)
+    src = _forward_cache(model, ctx)
+    n = 200  # more than decode.GROW: the cache grows once on the way
+    model._infinipot_decode_step = False  # the model's own forward for every token
+    want = generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), n)), PROMPT, n)
+    model._infinipot_decode_step = None   # built again: the step
+    kv = AnswerCache.from_cache(src, answer_room(len(PROMPT), n))
+    assert generate(model, kv, PROMPT, n) == want
+    assert kv.layers[0].capacity > len(ctx) + answer_room(len(PROMPT), n)  # it grew
+    assert src.get_seq_length() == len(ctx)
+
+
+def test_past_a_sliding_window_the_forward_takes_over():
+    cfg = make_config("mistral")
+    cfg.sliding_window = 100
+    from transformers import AutoModelForCausalLM
+
+    from infinipot_cli.scoring.cap import register_attention
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=register_attention("sdpa")).eval()
+    ctx = doc_ids(80, seed=3)  # the window is crossed while answering
+    src = _forward_cache(model, ctx)
+    step = decode_step.for_model(model)
+    kv = AnswerCache.from_cache(src, 64)
+    assert step.usable(kv)
+    model._infinipot_decode_step = False
+    want = generate(model, AnswerCache.from_cache(src, 64), PROMPT, 40)
+    model._infinipot_decode_step = None
+    assert generate(model, kv, PROMPT, 40) == want
+    assert not step.usable(kv)  # 80 + prompt + 39 > 100
+    assert not step.usable(DynamicCache())  # only the preallocated answer cache
+
+
+@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "phi3"])
+def test_other_architectures_decode_through_the_forward(arch):
+    model = make_model(arch)
+    assert decode_step.for_model(model) is None
+    assert len(generate(model, AnswerCache(64), PROMPT, 6, stop_ids=set())) == 6
+
+
+@pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")
+def test_four_bit_layers_run_as_joint_products(tmp_path):
+    from test_q4 import _q4_model
+
+    _, model = _q4_model(tmp_path)
+    q4.attach(model, tmp_path)
+    ids = doc_ids(50, seed=4)
+    ref = _forward_cache(model, ids)
+    kv = AnswerCache.from_cache(_forward_cache(model, ids), 8)
+    step = decode_step.for_model(model)
+    layer = step.layers[0]
+    mlp, att = model.model.layers[0].mlp, model.model.layers[0].self_attn
+    assert layer.gate_up.int4 is not None  # gate and up: one product (128 + 128 rows)
+    assert layer.qkv.int4 is None  # k has 32 rows: the pack's 64-row blocks would not line up, so three products
+    assert mlp.up_proj.q4_parts[0][0].data_ptr() != mlp.gate_proj.q4_parts[0][0].data_ptr()  # views of the joint pack
+    x = torch.randn(1, mlp.gate_proj.in_features).bfloat16()
+    with torch.no_grad():
+        assert torch.equal(layer.gate_up(x), torch.cat([mlp.gate_proj(x), mlp.up_proj(x)], -1))
+        dense = torch.nn.functional.linear(x.float(), mlp.gate_proj.weight.float())
+        assert torch.allclose(mlp.gate_proj(x).float(), dense, rtol=2e-2, atol=2e-2)  # the layer's view still works
+        assert torch.equal(layer.qkv(x), torch.cat([att.q_proj(x), att.k_proj(x), att.v_proj(x)], -1))
+        want = model(input_ids=torch.tensor([[7]]), past_key_values=ref, use_cache=True).logits[0, -1].float()
+        got = model.lm_head(step(7, kv))[0].float()
+    assert (got - want).abs().max() < 0.02 * want.abs().max()
+
+
+def test_the_builtin_model_writes_the_same_answer_either_way(builtin):
+    model, tok = builtin.model, builtin.tokenizer
+    assert decode_step.for_model(model) is not None  # a Llama: the step is used
+    text = ("The lighthouse on Kestrel Rock was kept by Ada Merrow for thirty years. Her cat was called Biscuit. "
+            "Every spring the survey counted the puffins on the rock; the last count was 412. ") * 8
+    src = _forward_cache(model, tok(text)["input_ids"])
+    ask = tok.apply_chat_template([{"role": "user", "content": "What was the cat called?"}],
+                                  add_generation_prompt=True, tokenize=True)
+    ask = ask["input_ids"] if isinstance(ask, dict) or hasattr(ask, "keys") else ask
+    try:
+        model._infinipot_decode_step = False
+        want = generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 40)), ask, 40)
+    finally:
+        model._infinipot_decode_step = None
+    assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 40)), ask, 40) == want
+    assert "Biscuit" in tok.decode(want)
