@@ -357,6 +357,9 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
         q4.attach(model, path)
     if getattr(model.config, "rope_parameters", None) is None and not hasattr(model.model, "rotary_emb"):
         raise ModelError(f"{display} does not use rotary position embeddings (RoPE); infinipot needs a RoPE model")
+    from . import decode_step
+
+    decode_step.for_model(model)  # built here, not before the first answer token (joint 4-bit packs: ~50 ms)
     return LoadedModel(model=model, tokenizer=tok, name=display, path=str(path), device=dev, dtype=dt,
                        attn_implementation=base_attn, load_s=time.perf_counter() - t0)
 
