@@ -337,9 +337,13 @@ class Engine:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
             extra = answer_room(len(prompt_ids), max_new_tokens)  # room for the prompt and the answer's start
             fresh = self._reencoded(extra) if cfg.reencode and question else None
-            kv = fresh if fresh is not None else AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
-            gen = generate(self.model, kv, prompt_ids, max_new_tokens, stop_ids or set(), on_text, should_stop,
-                           tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
+            lead: list[int] = []  # kept text still to prefill: it goes in one forward with the prompt
+            if fresh is not None:
+                kv, lead = fresh
+            else:
+                kv = AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
+            gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
+                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
             pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
             final = self.tok.decode(gen, skip_special_tokens=True)
         finally:
@@ -371,19 +375,22 @@ class Engine:
             raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
         return target
 
-    def _reencoded(self, extra: int = 0) -> AnswerCache | None:
+    def _reencoded(self, extra: int = 0) -> tuple[AnswerCache, list[int]] | None:
         """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
         at positions 0..S-1 (the positions CR-RoPE gave them, §3.5), with room for `extra` more. The pot's own
         states carry what attention drew from text long evicted; the fresh prefill sees only the kept text
-        (measured: docs/results/needle.md). None when heads hold different tokens (per-head selection)."""
+        (measured: docs/results/needle.md). Returns (cache, last chunk's ids): all chunks but the last are
+        prefilled here; the last goes into the same forward as the prompt (one forward fewer before the first
+        token). None when heads hold different tokens (per-head selection)."""
         tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
         ids = tok[0, 0].to(self.device)[None]  # (1, S)
         cache = AnswerCache(ids.shape[1] + extra)  # + room for the prompt and the answer
-        for i in range(0, ids.shape[1], self.cfg.chunk):
+        last = (ids.shape[1] - 1) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
+        for i in range(0, last, self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
-        return cache
+        return cache, ids[0, last:].tolist()
 
     def _recall(self, segs: list[tuple[int, list[int]]], prompt_ids: list[int], focus, max_new_tokens: int) -> int:
         """Forward recalled sentences (document start, token ids) into the pot at their document positions, as

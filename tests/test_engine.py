@@ -186,6 +186,26 @@ def test_cap_scores_over_a_cache_equal_eager(arch_model):
         torch.testing.assert_close(capt.scores[layer], ref.float(), atol=1e-5, rtol=1e-4)
 
 
+def test_a_catalyst_forwarded_alone_attends_with_its_captured_probabilities(arch_model):
+    """The final distillation forwards the question alone with every row captured: the wrapper attends with the
+    captured probabilities instead of a second attention; the outputs stay the eager model's."""
+    arch, model = arch_model
+    eager = make_model(arch, attn="eager")
+    eager.load_state_dict(model.state_dict())
+    from transformers import DynamicCache
+
+    first = doc_ids(90, seed=8)  # past gemma's 64-entry sliding window
+    with torch.no_grad():
+        c1, c2 = DynamicCache(), DynamicCache()
+        model(torch.tensor([first]), past_key_values=c1)
+        eager(torch.tensor([first]), past_key_values=c2)
+        with cap_scores.capture(rows=len(CATALYST)) as capt:
+            got = model(torch.tensor([CATALYST]), past_key_values=c1).logits
+        want = eager(torch.tensor([CATALYST]), past_key_values=c2).logits
+    assert len(capt.scores) == model.config.num_hidden_layers
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
 # ---- keeping everything changes nothing -----------------------------------------------------------
 
 def test_chunked_reading_without_eviction_matches_one_forward(arch_model):

@@ -119,11 +119,14 @@ def _rows_mask(mask: torch.Tensor | None, q_len: int, kv_len: int, first: int, l
 
 
 def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None,
-           scaling: float | None, softcap: float | None) -> None:
-    """Compute the captured rows for this layer (called by the attention wrapper)."""
+           scaling: float | None, softcap: float | None) -> torch.Tensor | None:
+    """Compute the captured rows for this layer (called by the attention wrapper). Returns their probabilities
+    (B, Hkv, G, R, S) float32 when they are all the query rows (a catalyst forwarded alone: the final
+    distillation), so the wrapper can take the attention output from them instead of computing it again."""
     cap = _ACTIVE
     if cap is None or (cap.rows <= 0 and not cap.all_rows):
-        return
+        return None
+    p = None
     sync(query.device)  # CUDA: the timer covers this layer's capture, not the attention queued before it
     t0 = time.perf_counter()
     if scaling is None:
@@ -150,16 +153,20 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
                 cap.relevance[module.layer_idx] = rel.sum(2)[0]  # (Hkv, S)
     sync(query.device)
     cap.seconds += time.perf_counter() - t0
+    return p if p is not None and p.shape[3] == q_len else None
 
 
-def _math_attention(module, query, key, value, attention_mask, scaling, softcap):
-    """Plain attention with logit soft-capping (Gemma 2), which SDPA does not support."""
+def _math_attention(module, query, key, value, attention_mask, scaling, softcap, probs=None):
+    """Plain attention with logit soft-capping (Gemma 2), which SDPA does not support; `probs` (B, Hkv, G, R, S):
+    the probabilities already computed for the capture."""
     b, hq, q_len, d = query.shape
     hkv = key.shape[1]
     if scaling is None:
         scaling = d ** -0.5
-    m = _rows_mask(attention_mask, q_len, key.shape[2], 0, q_len, query.device)
-    p = _group_logits(module, query, key, m, scaling, softcap).to(value.dtype)  # (B, Hkv, G, R, S)
+    if probs is None:
+        m = _rows_mask(attention_mask, q_len, key.shape[2], 0, q_len, query.device)
+        probs = _group_logits(module, query, key, m, scaling, softcap)
+    p = probs.to(value.dtype)  # (B, Hkv, G, R, S)
     out = torch.matmul(p.reshape(b, hkv, -1, key.shape[2]), value)  # (B, Hkv, G*R, Dv)
     out = out.view(b, hq, q_len, value.shape[-1])
     return out.transpose(1, 2).contiguous(), None
@@ -196,9 +203,11 @@ def _make_wrapper(base_name: str):
     def infinipot_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
         # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
         softcap = kwargs.get("softcap")
-        record(module, query, key, attention_mask, scaling, softcap)
-        if base_name == "sdpa" and softcap is not None:
-            return _math_attention(module, query, key, value, attention_mask, scaling, softcap)
+        probs = record(module, query, key, attention_mask, scaling, softcap)
+        # every query row was captured (the final distillation's catalyst): attend with those probabilities
+        # rather than a second time; SDPA's masks are materialized, so they were the exact ones
+        if base_name == "sdpa" and (softcap is not None or probs is not None):
+            return _math_attention(module, query, key, value, attention_mask, scaling, softcap, probs)
         # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
         if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
             return one_row_attention(query, key, value, attention_mask, scaling)
