@@ -2,13 +2,14 @@
 
 transformers' ``DynamicCache`` appends by concatenation, so every generated token copies the whole cache of every
 layer (over a full 2K-entry pot of the built-in model: ~90 MB fp32 per token, which dominated the time per token).
-:class:`AnswerCache` allocates room for the prompt and the answer once and writes each new entry in place; the
+:class:`AnswerCache` allocates room for the prompt and the answer's start and writes each new entry in place; the
 layers hand the model views of the filled part, so positions (arange + ``get_seq_length()``) and causal masks are
 those of a ``DynamicCache`` of the same length, for every architecture the engine supports.
 
-:func:`generate` is the loop itself: prompt prefill, then one token per forward with argmax over the last
-position's logits only, and the text streamed by decoding just the new tokens over a short look-back window
-(instead of the whole answer every step). The pot the engine reads into is never written: the answer cache is a
+:func:`generate` is the loop itself: prompt prefill, then one token per step (through ``decode_step.py`` for
+Llama-family models, the model's forward otherwise) with argmax over the last position's logits only, and the
+text streamed by decoding just the new tokens over a short look-back window (instead of the whole answer every
+step). The pot the engine reads into is never written: the answer cache is a
 copy of it (or a fresh prefill, engine option ``reencode``), so the same pot answers again.
 """
 

@@ -68,7 +68,7 @@ class _Linear:
 class _Layer:
     """One decoder layer's weights and shapes, gathered once."""
 
-    def __init__(self, layer: torch.nn.Module, cfg):
+    def __init__(self, layer: torch.nn.Module):
         att, mlp = layer.self_attn, layer.mlp
         self.in_norm = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
         self.post_norm = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
@@ -87,12 +87,11 @@ class DecodeStep:
 
     def __init__(self, model: torch.nn.Module):
         cfg = model.config
-        self.model = model
         base = model.model
         self.embed = base.embed_tokens
         self.rotary = base.rotary_emb
         self.norm = (base.norm.weight, base.norm.variance_epsilon)
-        self.layers = [_Layer(layer, cfg) for layer in base.layers]
+        self.layers = [_Layer(layer) for layer in base.layers]
         self.hq = cfg.num_attention_heads
         self.hkv = cfg.num_key_value_heads
         self.d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
