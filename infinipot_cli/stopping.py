@@ -56,6 +56,7 @@ class Stopper:
         self.prefix = prefix or ""          # the answer prefix the prompt ends with (counts as content)
         self.ngram = ngram or (6 if mode == "question" else 10)
         self.min_words = min_words
+        self._last: tuple[str, int | None] | None = None  # (text, cut): the streamer and the loop ask about the same text
 
     # ---- the criterion ----------------------------------------------------------------------------
     def should_stop(self, gen_ids: list[int], text: str) -> bool:
@@ -73,6 +74,13 @@ class Stopper:
         """The character index where the answer ends, or None while it goes on."""
         if self.mode == "none":
             return None
+        if self._last is not None and self._last[0] == text:
+            return self._last[1]
+        c = self._cut(text)
+        self._last = (text, c)
+        return c
+
+    def _cut(self, text: str) -> int | None:
         cuts = [c for c in (self.loop_cut(text), self.punct_loop_cut(text)) if c is not None]
         if self.mode == "question":
             s = self.sentence_cut(text)
