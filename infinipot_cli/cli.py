@@ -106,7 +106,7 @@ def _knob_option(f) -> tuple[str, object, object]:
 
 
 def _reading_options() -> list[tuple[str, object, object]]:
-    from .config import cli_knobs, method_help
+    from .config import DTYPE_HELP, cli_knobs, method_help
 
     return [
         ("inputs", Optional[List[str]], typer.Option(
@@ -126,8 +126,7 @@ def _reading_options() -> list[tuple[str, object, object]]:
                                                help="cpu, cuda, cuda:N or auto. Default: auto.")),
         ("dtype", Optional[str], typer.Option(
             None, "--dtype", rich_help_panel=P_MODEL, metavar="DTYPE",
-            help="auto, float32, bfloat16 or float16. Default (auto): bfloat16 on CUDA and on CPUs with native "
-                 "bf16 (AVX-512 BF16 or AMX), float32 on other CPUs.")),
+            help=DTYPE_HELP)),
         ("format", str, typer.Option("auto", "--format", rich_help_panel=P_IO, metavar="FORMAT",
                                      help="Input format: auto, pdf, epub, html or text.")),
         ("load_pot", Optional[str], typer.Option(

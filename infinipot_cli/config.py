@@ -20,6 +20,10 @@ UNBOUNDED = {"full", "snapkv"}  # references that read without a memory cap
 REFERENCES = {"plain"}  # `bench speed`'s speed limit (scoring/baselines.py), not a reader
 INFINIPOT_METHODS = {"infinipot", "cap"}  # methods that take the InfiniPot options below
 
+# `--dtype`, shared by the reading commands and `bench` (model.pick_dtype implements it)
+DTYPE_HELP = ("auto, float32, bfloat16 or float16. Default (auto): bfloat16 on CUDA and on CPUs with native bf16 "
+              "(AVX-512 BF16 or AMX), float32 on other CPUs.")
+
 
 def knob(default, help: str, *, flag: str | None = None, lo: float | None = None, hi: float | None = None,
          hi_open: bool = False, infinipot: bool = False, panel: str = "Pot"):

@@ -18,7 +18,7 @@ from typing import Optional
 import typer
 
 from ..errors import InfinipotError, UsageError
-from ..config import METHODS
+from ..config import DTYPE_HELP, METHODS
 from .haystack import check_haystack
 
 bench_app = typer.Typer(
@@ -32,8 +32,7 @@ ModelOpt = typer.Option(None, "--model", "-m", envvar="INFINIPOT_MODEL",
                         help="Model: a .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
                              "(default: the built-in SmolLM2-135M).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto (default: auto).")
-DtypeOpt = typer.Option(None, "--dtype", help="auto, float32, bfloat16 or float16 (default: bf16 on CUDA and on CPUs "
-                                              "with native bf16 (AVX-512 BF16 or AMX), fp32 on other CPUs).")
+DtypeOpt = typer.Option(None, "--dtype", help=DTYPE_HELP)
 ChunkOpt = typer.Option(1024, "--chunk", min=1, help="Most tokens per forward pass.")
 PotOpt = typer.Option(2048, "--pot-size", "-M", min=1, help="Pot size M: KV entries per (layer, head).")
 KeepOpt = typer.Option(1024, "--keep", "-C", min=1, help="Entries kept by a distillation (C < M).")
