@@ -164,7 +164,6 @@ class Display:
         self.answer_tokens = 0
         self._answer_t0: float | None = None
         self.answer_s: float | None = None
-        self._read_cycles: int | None = None  # cycles when answering began (None: not answering yet)
         self._entered = False
 
     def _reset_reading(self) -> None:
@@ -283,7 +282,6 @@ class Display:
         elif kind == "token":
             self.answer_tokens += 1
         elif kind == "answer":
-            self._read_cycles = ev.cycles  # the reading's cycles: a final narrowing before the answer is not one
             self.phase = "answering"
             self.answer_tokens = 0
             self._answer_t0 = ev.elapsed_s
@@ -396,9 +394,7 @@ class Display:
         return f"{self.source}: " if self.source else ""
 
     def cycles(self) -> int:
-        """Distillation cycles of the reading (one number for the progress line and the final line)."""
-        if self._read_cycles is not None:
-            return self._read_cycles
+        """Distillation cycles of the reading (the engine does not count the answer's own distillation)."""
         return self._ev.cycles if self._ev else 0
 
     def _read_part(self) -> str:

@@ -265,8 +265,10 @@ class Engine:
 
     # ---- distillation ---------------------------------------------------------------------------
     @torch.no_grad()
-    def _distill(self, keep: int, capt: cap_scores.Capture | None) -> None:
-        """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE."""
+    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False) -> None:
+        """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE. `final`: the
+        distillation before an answer, which the answer undoes: it neither counts as a reading cycle nor archives
+        what it evicts (that text is back in the pot after the answer)."""
         pot, pol = self.pot, self.policy
         S = len(pot)
         npin = pot.n_pinned
@@ -294,10 +296,10 @@ class Engine:
         t1 = time.perf_counter()
         self.timings.select += t1 - t0
         with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
-            if self.tok is not None:  # sentence units need the tokenizer's text
+            if self.tok is not None and not final:  # sentence units need the tokenizer's text
                 self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
             pot.keep(idx, rerotate=pol.rerotate)
-            self.cycles += 1
+            self.cycles += not final
         sync(self.device)
         self.timings.rerotate += time.perf_counter() - t1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
@@ -413,7 +415,7 @@ class Engine:
         cat, rows = self._catalyst_for(prompt_ids)
         if rows:
             _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
-        self._distill(keep, capt)
+        self._distill(keep, capt, final=True)
 
     # ---- state (pot files, resume) ---------------------------------------------------------------
     def state(self) -> tuple[dict[str, torch.Tensor], dict]:

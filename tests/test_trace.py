@@ -39,7 +39,7 @@ def test_bench_needle_trace(tmp_path, builtin):
     assert reads == sorted(reads) and reads[-1] == t["length"]
     # the final distillation (the question as catalyst) is recorded last, and only it is final
     assert trace[-1]["final"] and not any(c["final"] for c in trace[:-1])
-    assert trace[-1]["cycle"] == t["cycles"]
+    assert trace[-1]["cycle"] == t["cycles"] + 1  # t["cycles"]: the reading's; the answer's own comes after
     assert not trace[0]["needle_read"] and trace[-1]["needle_read"]
     n = t["needle_tokens"]
     for c in trace:

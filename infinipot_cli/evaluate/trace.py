@@ -161,7 +161,8 @@ class NeedleTracer:
         doc = src >= 0
         has_nov = bool(getattr(getattr(engine, "policy", None), "needs_nuc", True))  # else novelty is all 0
         return {
-            "cycle": engine.cycles, "tokens_read": tr, "final": bool(final),
+            # the answer's own distillation is drawn one step after the reading's last cycle
+            "cycle": engine.cycles + bool(final), "tokens_read": tr, "final": bool(final),
             "needle_read": bool(placed and tr >= start + n), "entries": S, "layers": L, "heads": H,
             "needle": {
                 "layers": {
