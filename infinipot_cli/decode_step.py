@@ -1,4 +1,4 @@
-"""One decoding step of a Llama-family model without transformers' module stack.
+"""One decoding step of a decoder-only model without transformers' module stack.
 
 Writing an answer runs the model on one token at a time. Through transformers each step goes through ~70 small
 tensor operations and as many Python module calls per layer (kwargs, hooks, mask building, cache bookkeeping):
@@ -7,17 +7,21 @@ the CPU"). :class:`DecodeStep` runs the same arithmetic with the layers' own wei
 
 - q, k and v come from one product (and gate and up from one) where the layers hold 4-bit grids (``q4.py``): their
   int4 packs are concatenated along the output rows once; dense weights stay separate matrices (no copy);
-- RoPE uses the model's own rotary module (every ``rope_type``) once per token, not once per layer;
+- RoPE uses the model's own rotary module (every ``rope_type``; per layer type for Gemma 3; partial rotary for
+  Phi-3) once per token, not once per layer;
 - the new key/value row is written in place into the :class:`~infinipot_cli.decode.AnswerCache` buffers and
-  attention is two grouped products over the cache's filled rows (fp32 softmax), as the one-row path in
-  ``scoring/cap.py``.
+  attention is two grouped products over the whole buffer (fp32 softmax), the rows a query must not see masked:
+  the unfilled ones and, in sliding-window layers, those before the window.
 
-Supported: Llama, Mistral, Qwen2 (q/k/v biases), Qwen3 (q/k norms) with SiLU MLPs. Anything else — and a cache
-past a sliding window, where the mask would matter — decodes through the model's forward as before. The result
-is the model's forward up to bf16 rounding order (tests/test_decode_step.py compares logits and greedy answers).
+Supported: Llama, Mistral, Qwen2 (q/k/v biases), Qwen3 (q/k norms), Phi-3 (fused q/k/v and gate/up, partial
+rotary), Gemma 2 (logit soft-capping) and Gemma 3 (q/k norms, RoPE per layer type) — both Gemmas with (1 + w)
+norms around the attention and the MLP too. Anything else decodes through the model's forward. The result is the
+model's forward up to rounding order (tests/test_decode_step.py compares logits and greedy answers).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -25,13 +29,24 @@ from .q4 import GROUP, Q4Linear, kernel_available
 
 _PACK_ROWS = 64  # the CPU int4 pack lays out output rows in blocks of 64
 _INT4_MM = torch.ops.aten._weight_int4pack_mm_for_cpu if kernel_available() else None
-SUPPORTED = ("llama", "mistral", "qwen2", "qwen3")
+SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
+GEMMA = ("gemma2", "gemma3_text")  # (1 + w) norms, also around the attention's and the MLP's outputs
 
 
-def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """transformers' Llama RMSNorm: fp32 statistics, rounded to the model dtype, then the weight (the same values
-    bit for bit as its pow/mean/rsqrt sequence, in fewer operations)."""
-    return weight * torch.rms_norm(x.float(), (x.shape[-1],), None, eps).to(x.dtype)
+class _Norm:
+    """One RMSNorm's arithmetic in fewer operations, the same values bit for bit (torch.rms_norm on fp32 is the
+    pow/mean/rsqrt sequence): Llama's (fp32 statistics, rounded to the model dtype, then the weight) or Gemma's
+    (the fp32 result times 1 + weight, then rounded; 1 + weight computed once)."""
+
+    def __init__(self, mod: torch.nn.Module, gemma: bool):
+        eps = getattr(mod, "variance_epsilon", None)
+        self.eps = float(mod.eps if eps is None else eps)
+        self.gemma = gemma
+        self.w = 1.0 + mod.weight.detach().float() if gemma else mod.weight
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
+        return (n * self.w).to(x.dtype) if self.gemma else self.w * n.to(x.dtype)
 
 
 class _Linear:
@@ -66,19 +81,31 @@ class _Linear:
 
 
 class _Layer:
-    """One decoder layer's weights and shapes, gathered once."""
+    """One decoder layer's weights, norms and attention settings, gathered once."""
 
-    def __init__(self, layer: torch.nn.Module):
+    def __init__(self, layer: torch.nn.Module, cfg, gemma: bool, per_type_rope: bool):
         att, mlp = layer.self_attn, layer.mlp
-        self.in_norm = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
-        self.post_norm = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
-        self.qkv = _Linear([att.q_proj, att.k_proj, att.v_proj])
+        self.in_norm = _Norm(layer.input_layernorm, gemma)
+        if gemma:  # Gemma normalizes the attention's and the MLP's outputs too
+            self.att_out_norm = _Norm(layer.post_attention_layernorm, gemma)
+            self.mlp_norm = _Norm(layer.pre_feedforward_layernorm, gemma)
+            self.mlp_out_norm = _Norm(layer.post_feedforward_layernorm, gemma)
+        else:
+            self.att_out_norm = self.mlp_out_norm = None
+            self.mlp_norm = _Norm(layer.post_attention_layernorm, gemma)
+        self.qkv = _Linear([att.qkv_proj] if hasattr(att, "qkv_proj") else [att.q_proj, att.k_proj, att.v_proj])
         self.o = _Linear([att.o_proj])
-        self.gate_up = _Linear([mlp.gate_proj, mlp.up_proj])
+        self.gate_up = _Linear([mlp.gate_up_proj] if hasattr(mlp, "gate_up_proj") else [mlp.gate_proj, mlp.up_proj])
         self.down = _Linear([mlp.down_proj])
-        qn, kn = getattr(att, "q_norm", None), getattr(att, "k_norm", None)  # Qwen3: RMSNorm over each head
-        self.qk_norm = None if qn is None else ((qn.weight, qn.variance_epsilon), (kn.weight, kn.variance_epsilon))
+        self.act = mlp.act_fn if hasattr(mlp, "act_fn") else mlp.activation_fn
+        qn, kn = getattr(att, "q_norm", None), getattr(att, "k_norm", None)  # Qwen3, Gemma 3: RMSNorm over each head
+        self.qk_norm = None if qn is None else (_Norm(qn, gemma), _Norm(kn, gemma))
         self.scaling = float(att.scaling)
+        self.softcap = getattr(att, "attn_logit_softcapping", None)  # Gemma 2
+        # the keys a query sees, as the model's masks: a per-layer window (Gemma, Qwen2), the config's for every
+        # layer (Mistral, Phi-3) or none
+        self.window = att.sliding_window if hasattr(att, "sliding_window") else getattr(cfg, "sliding_window", None)
+        self.rope_type = getattr(att, "layer_type", None) if per_type_rope else None  # Gemma 3: RoPE per layer type
         self.layer_idx = att.layer_idx
 
 
@@ -88,14 +115,17 @@ class DecodeStep:
     def __init__(self, model: torch.nn.Module):
         cfg = model.config
         base = model.model
-        self.embed = base.embed_tokens
+        gemma = cfg.model_type in GEMMA
+        self.embed = base.embed_tokens  # Gemma's scales its output itself
         self.rotary = base.rotary_emb
-        self.norm = (base.norm.weight, base.norm.variance_epsilon)
-        self.layers = [_Layer(layer) for layer in base.layers]
+        per_type = "layer_type" in inspect.signature(self.rotary.forward).parameters
+        self.norm = _Norm(base.norm, gemma)
+        self.layers = [_Layer(layer, cfg, gemma, per_type) for layer in base.layers]
+        self.rope_types = sorted({L.rope_type for L in self.layers}, key=str)
+        att = base.layers[0].self_attn
         self.hq = cfg.num_attention_heads
         self.hkv = cfg.num_key_value_heads
-        self.d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.window = getattr(cfg, "sliding_window", None)
+        self.d = int(att.head_dim)
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -104,21 +134,35 @@ class DecodeStep:
         base = getattr(model, "model", None)
         if cfg is None or base is None or getattr(cfg, "model_type", None) not in SUPPORTED:
             return False
-        if getattr(cfg, "hidden_act", None) != "silu" or not hasattr(base, "rotary_emb"):
+        if not hasattr(base, "rotary_emb") or not hasattr(base, "layers") or not len(base.layers):
             return False
-        layer = base.layers[0]
-        need = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-                "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm")
-        names = dict(layer.named_modules())
-        return all(n in names for n in need)
+        names = dict(base.layers[0].named_modules())
+        need = ["self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"]
+        need += ["self_attn.qkv_proj"] if "self_attn.qkv_proj" in names else [
+            "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
+        need += ["mlp.gate_up_proj"] if "mlp.gate_up_proj" in names else ["mlp.gate_proj", "mlp.up_proj"]
+        if cfg.model_type in GEMMA:
+            need += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        mlp = names.get("mlp")
+        return all(n in names for n in need) and (hasattr(mlp, "act_fn") or hasattr(mlp, "activation_fn"))
 
     def usable(self, cache) -> bool:
-        """The cache is an AnswerCache whose next row is still inside any sliding window (no mask needed)."""
+        """The cache is an AnswerCache (its buffers are what the step attends over)."""
         from .decode import AnswerCache
 
-        if not isinstance(cache, AnswerCache):
-            return False
-        return self.window is None or cache.get_seq_length() + 1 <= self.window
+        return isinstance(cache, AnswerCache)
+
+    def _rope(self, x: torch.Tensor, pos: int) -> dict:
+        """RoPE tables for position `pos`, once per token for each layer type: {type: (cos, sin_rot)}, (1, R) each
+        (R = the rotated dims: all of a head's, or the first ones with partial rotary, Phi-3)."""
+        at = torch.tensor([[pos]], device=x.device)
+        out = {}
+        for t in self.rope_types:
+            cos, sin = self.rotary(x[None], at) if t is None else self.rotary(x[None], at, t)  # (1, 1, R) each
+            cos, sin = cos[0], sin[0]
+            half = cos.shape[-1] // 2
+            out[t] = (cos, torch.cat((-sin[:, :half], sin[:, half:]), -1))  # rotate_half(x) sin == swap(x) sin_rot
+        return out
 
     @torch.inference_mode()
     def __call__(self, token: int, cache) -> torch.Tensor:
@@ -126,39 +170,48 @@ class DecodeStep:
         state (1, d) in the model's dtype (the LM head's input)."""
         dev = self.embed.weight.device
         hq, hkv, d = self.hq, self.hkv, self.d
-        pos = cache.get_seq_length()
         x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
-        cos, sin = self.rotary(x[None], torch.tensor([[pos]], device=dev))  # (1, 1, D) each
-        cos, sin = cos[0], sin[0]  # (1, D), broadcast over heads
-        half = d // 2
-        sin_rot = torch.cat((-sin[:, :half], sin[:, half:]), -1)  # rotate_half(x) * sin == swap_halves(x) * sin_rot
-        tail, filled = None, 0  # the mask over the buffer's rows, shared by the layers
+        rope = self._rope(x, cache.get_seq_length())
+        tails, filled = {}, -1  # the masks over the buffer's rows per window, shared by the layers
         for L in self.layers:
-            h = _rms(x, *L.in_norm)
+            h = L.in_norm(x)
             qkv = L.qkv(h)[0]  # ((Hq + 2 Hkv) * D,)
             qk = qkv[:(hq + hkv) * d].view(hq + hkv, d)  # queries then keys, one row per head
             v = qkv[(hq + hkv) * d:].view(1, hkv, 1, d)
             if L.qk_norm is not None:
-                qk = torch.cat([_rms(qk[:hq], *L.qk_norm[0]), _rms(qk[hq:], *L.qk_norm[1])])
-            qk = qk * cos + qk.view(-1, 2, half).flip(1).view(-1, d) * sin_rot  # x cos + rotate_half(x) sin
+                qk = torch.cat([L.qk_norm[0](qk[:hq]), L.qk_norm[1](qk[hq:])])
+            cos, sin_rot = rope[L.rope_type]
+            r = cos.shape[-1]
+            rot = qk if r == d else qk[:, :r]
+            rot = rot * cos + rot.reshape(-1, 2, r // 2).flip(1).view(-1, r) * sin_rot  # x cos + rotate_half(x) sin
+            qk = rot if r == d else torch.cat([rot, qk[:, r:]], -1)
             layer = cache.layers[L.layer_idx]
             layer.update(qk[hq:].view(1, hkv, 1, d), v)
             keys, values = layer.buffers()  # (1, Hkv, capacity, D): contiguous, rows past n + 1 are zeros
             cap, n = keys.shape[2], layer.keys.shape[-2]
-            if tail is None or tail.shape[-1] != cap or filled != n:
-                tail, filled = torch.zeros(cap, device=dev), n
-                tail[n:] = float("-inf")  # (capacity,): the unfilled rows get no attention
+            if filled != n or tails[None].shape[-1] != cap:
+                full = torch.zeros(cap, device=dev)
+                full[n:] = float("-inf")  # (capacity,): the unfilled rows get no attention
+                tails, filled = {None: full}, n
+            tail = tails.get(L.window)
+            if tail is None:  # a sliding window: the query (position n - 1) sees keys n - W .. n - 1
+                tail = tails[L.window] = tails[None].clone()
+                tail[:max(0, n - L.window)] = float("-inf")
             q = qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
             # q @ K^T over the whole contiguous buffer: no copy of K or V (a prefix view would be copied whole)
             logits = torch.bmm(q, keys[0].transpose(-1, -2))  # (Hkv, G, capacity)
-            p = torch.softmax(torch.add(tail, logits, alpha=L.scaling), dim=-1).to(values.dtype)  # fp32 softmax
-            att = torch.bmm(p, values[0])  # (Hkv, G, D)
-            x = x + L.o(att.view(1, hq * d))
-            h = _rms(x, *L.post_norm)
-            gu = L.gate_up(h)
+            if L.softcap is None:
+                s = torch.add(tail, logits, alpha=L.scaling)  # fp32
+            else:
+                s = torch.tanh(logits.float() * L.scaling / L.softcap) * L.softcap + tail
+            p = torch.softmax(s, dim=-1).to(values.dtype)  # fp32 softmax
+            a = L.o(torch.bmm(p, values[0]).view(1, hq * d))  # (Hkv, G, D) -> (1, d_model)
+            x = x + (a if L.att_out_norm is None else L.att_out_norm(a))
+            gu = L.gate_up(L.mlp_norm(x))
             i = gu.shape[-1] // 2
-            x = x + L.down(torch.nn.functional.silu(gu[:, :i]) * gu[:, i:])
-        return _rms(x, *self.norm)
+            m = L.down(L.act(gu[:, :i]) * gu[:, i:])
+            x = x + (m if L.mlp_out_norm is None else L.mlp_out_norm(m))
+        return self.norm(x)
 
 
 def for_model(model: torch.nn.Module) -> DecodeStep | None:

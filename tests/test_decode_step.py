@@ -1,6 +1,7 @@
 """One decoding step without transformers' module stack (infinipot_cli/decode_step.py): the model's logits and cache
-rows for every supported architecture, the same greedy answers as the model's forward (across a cache that grows and
-past a sliding window), unsupported architectures left to the forward, and the 4-bit layers' joint products."""
+rows for every tiny architecture (Llama, Llama 3 RoPE, Qwen2, Qwen3, Mistral, Phi-3, Gemma 2, Gemma 3), the same
+greedy answers as the model's forward (across a cache that grows and past sliding windows), an unsupported
+architecture left to the forward, and the 4-bit layers' joint products."""
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from infinipot_cli.decode import AnswerCache, answer_room, generate
 from test_engine import PROMPT, doc_ids
 from tiny_models import make_config, make_model
 
-FUSED = ["llama", "llama3", "qwen2", "qwen3", "mistral"]  # plain, scaled RoPE, q/k/v biases, q/k norms, Mistral
+FUSED = ["llama", "llama3", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3"]  # every tiny architecture
 
 
 def _model(arch: str):
@@ -63,7 +64,7 @@ def test_greedy_answers_match_the_models_forward_across_growth(arch):
     assert src.get_seq_length() == len(ctx)
 
 
-def test_past_a_sliding_window_the_forward_takes_over():
+def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     cfg = make_config("mistral")
     cfg.sliding_window = 100
     from transformers import AutoModelForCausalLM
@@ -75,19 +76,26 @@ def test_past_a_sliding_window_the_forward_takes_over():
     ctx = doc_ids(80, seed=3)  # the window is crossed while answering
     src = _forward_cache(model, ctx)
     step = decode_step.for_model(model)
+    assert [L.window for L in step.layers] == [100, 100]
     kv = AnswerCache.from_cache(src, 64)
-    assert step.usable(kv)
     model._infinipot_decode_step = False
     want = generate(model, AnswerCache.from_cache(src, 64), PROMPT, 40)
     model._infinipot_decode_step = None
     assert generate(model, kv, PROMPT, 40) == want
-    assert not step.usable(kv)  # 80 + prompt + 39 > 100
+    assert kv.get_seq_length() > 100  # 80 + prompt + 39
     assert not step.usable(DynamicCache())  # only the preallocated answer cache
+    gemma = decode_step.for_model(_model("gemma3"))  # sliding layers beside a global one, each with its RoPE
+    assert [(L.window, L.rope_type) for L in gemma.layers] == [
+        (64, "sliding_attention"), (64, "sliding_attention"), (None, "full_attention")]
 
 
-@pytest.mark.parametrize("arch", ["gemma2", "gemma3", "phi3"])
-def test_other_architectures_decode_through_the_forward(arch):
-    model = make_model(arch)
+def test_other_architectures_decode_through_the_forward():
+    import transformers as tf
+
+    from tiny_models import _common
+
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(tf.GraniteConfig(**_common())).eval()  # Llama-like, with multipliers
     assert decode_step.for_model(model) is None
     assert len(generate(model, AnswerCache(64), PROMPT, 6, stop_ids=set())) == 6
 
