@@ -52,20 +52,25 @@ class _Norm:
 class _Linear:
     """x (1, K) -> (1, N) through one or more stacked nn.Linear layers (outputs concatenated).
 
-    Layers that all hold a single 4-bit product (q4.Q4Linear) share one int4 product over their concatenated packs
-    when the pack's 64-row blocks line up (every layer but the last a multiple of 64 rows); otherwise each layer runs
-    its own forward (dense weights are never copied)."""
+    Layers that all hold the same number of 4-bit products (q4.Q4Linear: one for a 16-level grid, two for 32 or 256
+    levels) share those products over their concatenated packs when the pack's 64-row blocks line up (every layer
+    but the last a multiple of 64 rows); otherwise each layer runs its own forward (dense weights are never
+    copied)."""
 
     def __init__(self, mods: list[torch.nn.Module]):
         self.mods = mods
         self.int4 = None
-        if all(isinstance(m, Q4Linear) and len(getattr(m, "q4_parts", ())) == 1 for m in mods) and all(
+        parts = {len(getattr(m, "q4_parts", ())) for m in mods}
+        if all(isinstance(m, Q4Linear) for m in mods) and len(parts) == 1 and all(
                 m.out_features % _PACK_ROWS == 0 for m in mods[:-1]):
-            packed = torch.cat([m.q4_parts[0][0] for m in mods], 0)  # (N, K/2): blocks of 64 output rows
-            self.int4 = (packed, torch.cat([m.q4_parts[0][1] for m in mods], 1).contiguous())  # sz: (K/32, N, 2)
+            self.int4 = []
+            for i in range(parts.pop()):
+                packed = torch.cat([m.q4_parts[i][0] for m in mods], 0)  # (N, K/2): blocks of 64 output rows
+                self.int4.append((packed, torch.cat([m.q4_parts[i][1] for m in mods], 1).contiguous()))  # (K/32, N, 2)
             start = 0
-            for m in mods:  # the layers keep row views of the joint pack: no second copy of the weights
-                m.q4_parts = [(packed[start:start + m.out_features], m.q4_parts[0][1])]
+            for m in mods:  # the layers keep row views of the joint packs: no second copy of the weights
+                m.q4_parts = [(packed[start:start + m.out_features], part[1])
+                              for (packed, _), part in zip(self.int4, m.q4_parts)]
                 start += m.out_features
             biases = [m.bias for m in mods]
             self.bias = None if all(b is None for b in biases) else torch.cat(
@@ -73,7 +78,10 @@ class _Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.int4 is not None and x.dtype == self.mods[0].weight.dtype:
-            y = _INT4_MM(x, self.int4[0], GROUP, self.int4[1])
+            y = None
+            for packed, sz in self.int4:
+                part = _INT4_MM(x, packed, GROUP, sz)
+                y = part if y is None else y + part
             return y if self.bias is None else y + self.bias
         if len(self.mods) == 1:
             return self.mods[0](x)

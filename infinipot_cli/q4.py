@@ -5,9 +5,10 @@ model's matrices cost ~300 MB a token in bf16, while the GGUF it comes from stor
 and minimum per 32 weights) and its embedding / tied LM head as Q8_0 (8 bits + a scale per 32). Those
 dequantized values are exact grids per group of 32, recovered losslessly from the converted weights
 (``find_grid``, ``find_grid8``) and kept beside the dense weights; a linear layer then multiplies one or a few
-rows (decoding) with PyTorch's int4 weight kernel (a Q8 grid as the sum of two 4-bit products) and everything
-larger (reading a chunk) with the dense bf16 weights as before. Matrices that are no such grid (models not
-quantized this way) are left alone.
+rows (decoding) with PyTorch's int4 weight kernel (a 16-level grid — Q4_0, Q4_1, Q4_K — as one 4-bit product; a
+32-level one — Q5_0, Q5_1, Q5_K — and a Q8 grid as the sum of two) and everything larger (reading a chunk) with the
+dense bf16 weights as before. Matrices that are no such grid (Q6_K's 16-weight scales, models not quantized this
+way) are left alone.
 
 The grids are found once per converted model and cached beside it (``q4.safetensors``).
 """
@@ -23,7 +24,7 @@ import torch
 GROUP = 32          # Q4_1 block size, along the input dimension
 MAX_ROWS = 8        # input rows up to which the int4 kernel is used (it is slower than dense GEMM for chunks)
 SIDECAR = "q4.safetensors"
-VERSION = "2"       # of the sidecar's contents; another version is rebuilt
+VERSION = "3"       # of the sidecar's contents; another version is rebuilt
 _TOL = 0.01         # a weight off its group's grid by more than 1 % of a step is not a Q4 grid
 
 
@@ -33,23 +34,36 @@ def kernel_available() -> bool:
         torch.ops.aten, "_convert_weight_to_int4pack_for_cpu")
 
 
-def find_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """(q, scale, minimum) with w == q * scale + minimum per group of 32 along the input dim, or None.
+def find_grid(w: torch.Tensor, levels: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """(q, step, base) with w == q * step + base per group of 32 along the input dim, q in 0..levels-1, or None.
 
-    w: (N, K) float32. q: (N, K) uint8 in 0..15; scale, minimum: (N, K/32) float32. Q4_1 quantization maps
-    each block's minimum to 0 and its maximum to 15, so both extremes lie on the grid and fix it."""
+    w: (N, K) float32. q: (N, K) uint8; step, base: (N, K/32) float32, base the group's minimum. The step is the
+    first of these that puts every weight of the group on the grid: the range over levels - 1 (Q4_1, Q5_1: the
+    extremes are the first and last levels), the smallest gap between the group's values, or that gap halved or
+    thirded (Q4_0, Q4_K, Q5_0, Q5_K: the extremes can sit anywhere and levels can be skipped)."""
     if w.dim() != 2 or w.shape[1] % GROUP or w.dtype != torch.float32:
         return None
     n, k = w.shape
     g = w.view(n, k // GROUP, GROUP)
     lo, hi = g.amin(-1), g.amax(-1)  # (N, K/32)
-    step = (hi - lo) / 15
-    safe = torch.where(step > 0, step, torch.ones_like(step))
-    q = ((g - lo[..., None]) / safe[..., None]).round_().clamp_(0, 15)  # (N, K/32, 32)
-    err = (q * step[..., None] + lo[..., None] - g).abs().amax(-1)      # (N, K/32)
-    if bool((err > _TOL * safe + 1e-7 * lo.abs()).any()):
-        return None
-    return q.to(torch.uint8).view(n, k), step, lo
+    srt = g.sort(-1).values
+    gaps = srt[..., 1:] - srt[..., :-1]
+    gap = torch.where(gaps > 0, gaps, torch.full_like(gaps, float("inf"))).amin(-1)  # inf: a constant group
+    gap = torch.where(torch.isfinite(gap), gap, torch.zeros_like(gap))
+    q = step = None
+    found = torch.zeros_like(lo, dtype=torch.bool)
+    for cand in ((hi - lo) / (levels - 1), gap, gap / 2, gap / 3):
+        safe = torch.where(cand > 0, cand, torch.ones_like(cand))
+        qc = ((g - lo[..., None]) / safe[..., None]).round_()  # (N, K/32, 32)
+        err = (qc * cand[..., None] + lo[..., None] - g).abs().amax(-1)  # (N, K/32)
+        ok = (err <= _TOL * safe + 1e-7 * lo.abs()) & (qc.amax(-1) <= levels - 1)
+        take = ok & ~found
+        q = qc if q is None else torch.where(take[..., None], qc, q)
+        step = cand if step is None else torch.where(take, cand, step)
+        found |= ok
+        if bool(found.all()):
+            return q.clamp_(0, levels - 1).to(torch.uint8).view(n, k), step, lo
+    return None
 
 
 def find_grid8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -74,6 +88,9 @@ def _int4_parts(grid: dict[str, torch.Tensor]) -> list[tuple[torch.Tensor, torch
     if "q" in grid:
         step, lo = grid["scale"], grid["min"]
         return [(_unpack_nibbles(grid["q"]), step, lo + 8 * step)]
+    if "q5" in grid:  # 32 levels, u = 16 * hi + lo: (hi + 8 - 8) * 16s + (lo - 8) * s + (base + 8s) = u * s + base
+        u, step, base = grid["q5"].to(torch.int32), grid["scale"], grid["min"]
+        return [((u >> 4) + 8, 16 * step, torch.zeros_like(step)), (u & 15, step, base + 8 * step)]
     u = grid["q8"].to(torch.int32) + 128  # (N, K) in 1..255
     s = grid["scale8"]
     return [(u >> 4, 16 * s, torch.zeros_like(s)), (u & 15, s, 8 * s)]
@@ -116,6 +133,11 @@ def build_sidecar(folder: Path) -> Path:
                     out[f"{base}.q"] = _pack_nibbles(q).contiguous()
                     out[f"{base}.scale"] = step.contiguous()
                     out[f"{base}.min"] = lo.contiguous()
+                    continue
+                grid5 = find_grid(w, 32)  # Q5_0 / Q5_1 / Q5_K: two 4-bit products
+                if grid5 is not None:
+                    q, step, lo = grid5
+                    out[f"{base}.q5"], out[f"{base}.scale"], out[f"{base}.min"] = q, step.contiguous(), lo.contiguous()
                     continue
                 grid8 = find_grid8(w)  # the Q8_0 embedding, which a tied LM head shares
                 if grid8 is not None:

@@ -142,3 +142,25 @@ def test_the_builtin_model_writes_the_same_answer_either_way(builtin):
         model._infinipot_decode_step = None
     assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 40)), ask, 40) == want
     assert "Biscuit" in tok.decode(want)
+
+
+@pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")
+def test_five_bit_layers_share_their_two_products(tmp_path):
+    from test_q4 import _q4_model
+
+    _, model = _q4_model(tmp_path, mixed=True)  # q, k, gate, up Q5_0; o Q4_K; v, down Q4_1
+    q4.attach(model, tmp_path)
+    mlp, att = model.model.layers[0].mlp, model.model.layers[0].self_attn
+    assert [len(m.q4_parts) for m in (att.q_proj, att.k_proj, att.v_proj, att.o_proj, mlp.gate_proj)] == [2, 2, 1, 1, 2]
+    ids = doc_ids(50, seed=5)
+    ref = _forward_cache(model, ids)
+    kv = AnswerCache.from_cache(_forward_cache(model, ids), 8)
+    layer = decode_step.for_model(model).layers[0]
+    assert len(layer.gate_up.int4) == 2  # gate and up: two joint products, one per 4-bit part
+    assert layer.qkv.int4 is None  # v holds one product, q and k two: each runs its own
+    x = torch.randn(1, mlp.gate_proj.in_features).bfloat16()
+    with torch.no_grad():
+        assert torch.equal(layer.gate_up(x), torch.cat([mlp.gate_proj(x), mlp.up_proj(x)], -1))
+        want = model(input_ids=torch.tensor([[7]]), past_key_values=ref, use_cache=True).logits[0, -1].float()
+        got = model.lm_head(decode_step.for_model(model)(7, kv))[0].float()
+    assert (got - want).abs().max() < 0.02 * want.abs().max()

@@ -57,14 +57,54 @@ def test_find_grid_recovers_q4_1_exactly_and_rejects_other_weights():
     assert q4.find_grid(torch.zeros(8, 32)) is not None        # a constant block: step 0
 
 
+def q4_k(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """A weight as llama.cpp's Q4_K dequantizes it: per 32 inputs w = d * q - m with q in 0..15, d and m rounded to
+    6-bit multiples of a super-block scale, so a block's extremes need not sit on levels 0 and 15 (here levels 2..13
+    for the first blocks, and some levels unused)."""
+    g = torch.Generator().manual_seed(seed)
+    d = (torch.randint(1, 63, (n, k // 32, 1), generator=g) * 1e-3).float()
+    m = (torch.randint(0, 63, (n, k // 32, 1), generator=g) * 2e-3).float()
+    q = torch.randint(0, 16, (n, k // 32, 32), generator=g)
+    q[:, 0] = torch.randint(2, 14, (n, 32), generator=g)
+    q[:, 0, :4] = torch.tensor([2, 5, 9, 13])  # gaps of 3 and 4 levels: the smallest gap is not the step
+    return (d * q - m).view(n, k)
+
+
+def q5_0(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """Q5_0: per 32 inputs an fp16 scale d, w = d * (q - 16) with q in 0..31."""
+    g = torch.Generator().manual_seed(seed)
+    d = (torch.rand(n, k // 32, 1, generator=g) * 0.01 + 1e-3).half().float()
+    q = torch.randint(0, 32, (n, k // 32, 32), generator=g)
+    return (d * (q - 16)).view(n, k)
+
+
+@pytest.mark.parametrize("make,levels,parts", [(q4_k, 16, 1), (q5_0, 32, 2)])
+def test_grids_with_levels_anywhere_are_found_and_their_int4_products_sum_to_them(make, levels, parts):
+    w = make(32, 96)
+    assert q4.find_grid(w, levels) is not None
+    if levels > 16:
+        assert q4.find_grid(w) is None  # 32 levels are not 16
+    q, step, base = q4.find_grid(w, levels)
+    assert int(q.max()) <= levels - 1
+    rebuilt = (q.float().view(32, 3, 32) * step[..., None] + base[..., None]).view(32, 96)
+    assert torch.allclose(rebuilt, w, rtol=0, atol=1e-5)  # fp32 rounding: 2e-5 of a step at most
+    grid = {"q": q4._pack_nibbles(q), "scale": step, "min": base} if levels == 16 else {"q5": q, "scale": step,
+                                                                                         "min": base}
+    got = q4._int4_parts(grid)
+    assert len(got) == parts and all(int(nib.min()) >= 0 and int(nib.max()) <= 15 for nib, _, _ in got)
+    total = sum(((nib.float() - 8).view(32, 3, 32) * s[..., None] + z[..., None]).view(32, 96) for nib, s, z in got)
+    assert torch.allclose(total, w, rtol=0, atol=1e-5)
+    assert q4.find_grid(torch.randn(32, 96), levels) is None
+
+
 def test_nibbles_round_trip():
     q = torch.randint(0, 16, (5, 64), dtype=torch.uint8)
     assert torch.equal(q4._unpack_nibbles(q4._pack_nibbles(q)), q)
 
 
-def _q4_model(tmp_path, tied: bool = False):
-    """A tiny Llama whose projections are Q4_1 grids (and, `tied`, whose embedding = LM head is a Q8_0 grid), saved
-    as a converted folder, loaded in bf16."""
+def _q4_model(tmp_path, tied: bool = False, mixed: bool = False):
+    """A tiny Llama whose projections are Q4_1 grids (`mixed`: q, k, gate and up Q5_0, o Q4_K, as in a Q4_K_M GGUF;
+    `tied`: its embedding = LM head a Q8_0 grid), saved as a converted folder, loaded in bf16."""
     from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
     from tiny_models import make_config
@@ -79,7 +119,11 @@ def _q4_model(tmp_path, tied: bool = False):
     with torch.no_grad():
         for i, (name, p) in enumerate(model.named_parameters()):
             if p.dim() == 2 and "proj" in name:
-                p.copy_(q4_1(*p.shape, seed=i))
+                kind = q4_1
+                if mixed:
+                    kind = q4_k if "o_proj" in name else q5_0 if any(
+                        k in name for k in ("q_proj", "k_proj", "gate_proj", "up_proj")) else q4_1
+                p.copy_(kind(*p.shape, seed=i))
             elif tied and "embed" in name:
                 p.copy_(q8_0(*p.shape, seed=i))
     model.save_pretrained(tmp_path)
