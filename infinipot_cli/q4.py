@@ -40,14 +40,28 @@ def find_grid(w: torch.Tensor, levels: int = 16) -> tuple[torch.Tensor, torch.Te
     w: (N, K) float32. q: (N, K) uint8; step, base: (N, K/32) float32, base the group's minimum. The step is the
     first of these that puts every weight of the group on the grid: the range over levels - 1 (Q4_1, Q5_1: the
     extremes are the first and last levels), the smallest gap between the group's values, or that gap halved or
-    thirded (Q4_0, Q4_K, Q5_0, Q5_K: the extremes can sit anywhere and levels can be skipped)."""
+    thirded (Q4_0, Q4_K, Q5_0, Q5_K: the extremes can sit anywhere and levels can be skipped). Rows are searched
+    in blocks of ~16M weights, so a large embedding needs a few copies of a block, not of itself."""
     if w.dim() != 2 or w.shape[1] % GROUP or w.dtype != torch.float32:
         return None
+    rows = max(1, (1 << 24) // w.shape[1])
+    parts = []
+    for r in range(0, w.shape[0], rows):
+        part = _grid_rows(w[r:r + rows], levels)
+        if part is None:
+            return None
+        parts.append(part)
+    return tuple(torch.cat(x) for x in zip(*parts))
+
+
+def _grid_rows(w: torch.Tensor, levels: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """find_grid over one block of rows."""
     n, k = w.shape
-    g = w.view(n, k // GROUP, GROUP)
+    g = w.reshape(n, k // GROUP, GROUP)
     lo, hi = g.amin(-1), g.amax(-1)  # (N, K/32)
     srt = g.sort(-1).values
     gaps = srt[..., 1:] - srt[..., :-1]
+    del srt
     gap = torch.where(gaps > 0, gaps, torch.full_like(gaps, float("inf"))).amin(-1)  # inf: a constant group
     gap = torch.where(torch.isfinite(gap), gap, torch.zeros_like(gap))
     q = step = None
