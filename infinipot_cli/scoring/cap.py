@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..devices import sync
+from ..split_attention import split_causal
 
 _BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
 
@@ -211,6 +212,10 @@ def _make_wrapper(base_name: str):
         # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
         if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
             return one_row_attention(query, key, value, attention_mask, scaling)
+        if base_name == "sdpa":  # a chunk over a cache on the CPU: old keys unmasked, new ones causal
+            out = split_causal(query, key, value, attention_mask, query.shape[-1] ** -0.5 if scaling is None else scaling)
+            if out is not None:
+                return out, None
         return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 
     return infinipot_attention
