@@ -9,8 +9,10 @@ their log-sum-exps, which the kernel returns:
 
     out = sigmoid(lse_old - lse_new) * out_old + sigmoid(lse_new - lse_old) * out_new     (fp32)
 
-Only the plain causal mask over a cache is split (checked against the mask itself); sliding windows, padding
-and every other mask go to SDPA as before.
+Only a chunk of at least 512 rows over a cache of at least 64 entries with the plain causal mask (checked against
+the mask itself) is split: shorter query blocks have few blocks to skip and run faster as one call (40 rows over
+2,048 entries: 1.9 ms as one, 3.6 as two; 512 over 1,024: 16.1 and 15.6). Prompts, sliding windows, padding and
+every other mask go to SDPA as before.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 _FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 _MIN_PAST = 64  # a shorter cache is not worth a second kernel call
+_MIN_ROWS = 512  # nor a shorter chunk (a prompt): measured slower split
 _LAST: list = [None, False]  # the last mask checked and whether it was plain causal (one mask serves all layers)
 
 
@@ -44,7 +47,7 @@ def split_causal(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, ma
     b, hq, t, d = query.shape
     s = key.shape[2]
     past = s - t
-    if b != 1 or t < 2 or past < _MIN_PAST or tuple(mask.shape) != (1, 1, t, s) or not _plain_causal(mask, past):
+    if b != 1 or t < _MIN_ROWS or past < _MIN_PAST or tuple(mask.shape) != (1, 1, t, s) or not _plain_causal(mask, past):
         return None
     g = hq // key.shape[1]
     if g > 1:  # the kernel wants one key head per query head (repeat_kv order: head h*g+j reads KV head h)

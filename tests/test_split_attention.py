@@ -1,5 +1,6 @@
 """A chunk's CPU attention split at the cache boundary (infinipot_cli/split_attention.py): the same output as
-masked attention, used only for the plain causal mask over a cache, and a model's reads unchanged by it."""
+masked attention, used only for a long chunk under the plain causal mask over a cache, and a model's reads
+unchanged by it."""
 
 import pytest
 import torch
@@ -9,7 +10,7 @@ from transformers import DynamicCache
 from infinipot_cli.split_attention import split_causal
 from tiny_models import ARCHS, make_model
 
-T, P, HQ, HKV, D = 96, 80, 6, 2, 16
+T, P, HQ, HKV, D = 512, 80, 6, 2, 16
 
 
 def _qkv(seed=0):
@@ -45,13 +46,14 @@ def test_other_masks_and_shapes_are_left_to_sdpa():
     assert split_causal(q, k, v, padded, 0.25) is None
     assert split_causal(q, k, v, None, 0.25) is None  # no mask: not a chunk over a cache as the model builds it
     assert split_causal(q[:, :, -1:], k, v, _causal(1, P + T - 1), 0.25) is None  # one row: decoding
+    assert split_causal(q[:, :, -40:], k[:, :, -120:], v[:, :, -120:], _causal(40, 80), 0.25) is None  # a prompt
     short = _qkv()[1][:, :, P - 40:]  # a cache of 40 entries: not worth two kernels
     assert split_causal(q, short, short, _causal(T, 40), 0.25) is None
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_chunk_over_a_cache_reads_as_with_eager_attention(arch):
-    ids = torch.randint(3, 200, (1, 200), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(3, 200, (1, 640), generator=torch.Generator().manual_seed(1))  # 520 rows over 120
     outs = []
     for attn in (None, "eager"):
         model = make_model(arch, attn=attn)
