@@ -25,10 +25,9 @@ import inspect
 
 import torch
 
-from .q4 import GROUP, Q4Linear, kernel_available
+from .q4 import Q4Linear, int4_products
 
 _PACK_ROWS = 64  # the CPU int4 pack lays out output rows in blocks of 64
-_INT4_MM = torch.ops.aten._weight_int4pack_mm_for_cpu if kernel_available() else None
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
 GEMMA = ("gemma2", "gemma3_text")  # (1 + w) norms, also around the attention's and the MLP's outputs
 
@@ -78,10 +77,7 @@ class _Linear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.int4 is not None and x.dtype == self.mods[0].weight.dtype:
-            y = None
-            for packed, sz in self.int4:
-                part = _INT4_MM(x, packed, GROUP, sz)
-                y = part if y is None else y + part
+            y = int4_products(x, self.int4)
             return y if self.bias is None else y + self.bias
         if len(self.mods) == 1:
             return self.mods[0](x)

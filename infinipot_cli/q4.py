@@ -177,6 +177,16 @@ def _version(side: Path) -> str | None:
         return None
 
 
+def int4_products(x: torch.Tensor, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """x (M, K) times the sum of the 4-bit products `parts` [(pack (N, K/2), scales and zeros (K/32, N, 2))],
+    added in order -> (M, N) in x's dtype. Q4Linear and decode_step's joint products share it."""
+    y = None
+    for packed, sz in parts:
+        part = torch.ops.aten._weight_int4pack_mm_for_cpu(x, packed, GROUP, sz)
+        y = part if y is None else y + part
+    return y
+
+
 class Q4Linear(torch.nn.Linear):
     """An nn.Linear that also holds its weight as 4-bit products: inputs of at most MAX_ROWS rows go through the
     int4 kernel (one product for a Q4 grid, two for a Q8 grid), larger ones through the dense weight. The
@@ -194,11 +204,7 @@ class Q4Linear(torch.nn.Linear):
         rows = x.numel() // x.shape[-1]
         if rows > MAX_ROWS or x.dtype != self.weight.dtype:
             return super().forward(x)
-        x2 = x.reshape(rows, -1)
-        y = None
-        for packed, sz in self.q4_parts:
-            part = torch.ops.aten._weight_int4pack_mm_for_cpu(x2, packed, GROUP, sz)
-            y = part if y is None else y + part
+        y = int4_products(x.reshape(rows, -1), self.q4_parts)
         if self.bias is not None:
             y = y + self.bias
         return y.view(*x.shape[:-1], self.out_features)
