@@ -217,7 +217,8 @@ class Engine:
             t0 = time.perf_counter()
             x = torch.tensor([inp], device=self.device)
             focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
-            with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus) as capt:
+            with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus,
+                                    from_layer=pol.cap_from(self.pot.num_layers)) as capt:
                 out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
             hidden = out.last_hidden_state[0]  # (T, d)
             sync(self.device)
@@ -280,9 +281,14 @@ class Engine:
         cap = rel = starts = None
         if pol.catalyst is not None and capt is not None and capt.scores:
             dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
-            cap = torch.stack([capt.scores[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
+            unread = torch.zeros(H, S - npin, device=dev)  # layers below the policy's cap_from: not captured
+
+            def stack(by_layer: dict[int, torch.Tensor]) -> torch.Tensor:  # -> (L, H, N)
+                return torch.stack([by_layer[l][:, npin:S].float().to(dev) if l in by_layer else unread
+                                    for l in range(L)])
+            cap = stack(capt.scores)
             if capt.relevance:
-                rel = torch.stack([capt.relevance[l][:, npin:S].float().to(dev) for l in range(L)])  # (L, H, N)
+                rel = stack(capt.relevance)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
             starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)

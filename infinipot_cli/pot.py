@@ -120,7 +120,9 @@ class MemoryPot:
         """Keep entries idx (L, H_kv, K) — sorted ascending per head — and apply CR-RoPE.
 
         Kept keys are re-rotated from their old positions (their old indices) to 0..K-1 (`rerotate=False`: left
-        where they were, for the `plain` speed reference only). Every new tensor is
+        where they were, for the `plain` speed reference only). When every (layer, head) keeps the same entries
+        (shared scores), they are taken with one index and each layer type's rotation is computed once. Every
+        new tensor is
         computed first and then all are assigned at once, so an interrupt leaves the pot as it was or distilled,
         never half of each.
         """
@@ -128,14 +130,21 @@ class MemoryPot:
         assert L == self.num_layers and H == self.num_kv_heads
         idx = idx.to(self.device)
         new_pos = torch.arange(K, device=idx.device).view(1, K).expand(H, K)
+        shared = bool((idx == idx[:1, :1]).all())
+        rotations: dict = {}  # layer type -> rotation, when shared
         kv = []
         for li, layer in enumerate(self.cache.layers):
             ix = idx[li].to(layer.keys.device)  # (H, K); a no-op unless layers sit on several devices
-            gather = ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1])
-            keys = layer.keys.gather(2, gather)  # (1, H, K, D)
-            values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
+            if shared:
+                keys, values = layer.keys.index_select(2, ix[0]), layer.values.index_select(2, ix[0])  # (1, H, K, D)
+            else:
+                keys = layer.keys.gather(2, ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1]))
+                values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
             if rerotate:
-                keys = self.rerotator.rerotate(li, keys, idx[li], new_pos)
+                lt = self.rerotator.layer_type(li)
+                if not shared or lt not in rotations:
+                    rotations[lt] = self.rerotator.shift(li, idx[li], new_pos, keys)
+                keys = self.rerotator.apply(keys, rotations[lt])
             kv.append((keys.contiguous(), values.contiguous()))
         meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx), self.acc.gather(-1, idx))
         with deferred_interrupt():

@@ -42,7 +42,8 @@ class Rerotator:
         self.takes_layer_type = "layer_type" in inspect.signature(self.rotary.forward).parameters
         self.num_layers = cfg.num_hidden_layers
 
-    def _layer_type(self, layer: int):
+    def layer_type(self, layer: int):
+        """Layers of one type share a rotation (Gemma 2/3: sliding and full attention have their own bases)."""
         if self.takes_layer_type and self.layer_types is not None:
             return self.layer_types[layer]
         return None
@@ -55,7 +56,7 @@ class Rerotator:
     @torch.no_grad()
     def cos_sin(self, layer: int, shift: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin (H, K, R) in float32 for integer shifts (H, K) of layer `layer`'s keys."""
-        lt = self._layer_type(layer)
+        lt = self.layer_type(layer)
         dummy = like.new_zeros(1, dtype=torch.float32)
         if lt is not None:
             cos, sin = self.rotary(dummy, shift, lt)
@@ -67,11 +68,18 @@ class Rerotator:
         return cos.float(), sin.float()
 
     @torch.no_grad()
+    def shift(self, layer: int, old_pos: torch.Tensor, new_pos: torch.Tensor, like: torch.Tensor):
+        """The rotation (cos, sin) (H, K, R) moving keys from old_pos to new_pos (H, K); None when none moves."""
+        shift = (new_pos - old_pos).to(like.device)
+        return self.cos_sin(layer, shift, like) if bool(shift.any()) else None
+
+    @staticmethod
+    def apply(keys: torch.Tensor, rotation) -> torch.Tensor:
+        """keys (1, H, K, D) rotated by `rotation` from `shift` (in fp32, stored back in the keys' dtype)."""
+        if rotation is None:
+            return keys
+        return apply_rotation(keys[0].float(), *rotation).to(keys.dtype)[None]
+
     def rerotate(self, layer: int, keys: torch.Tensor, old_pos: torch.Tensor, new_pos: torch.Tensor) -> torch.Tensor:
         """keys (1, H, K, D) at positions old_pos (H, K) -> the same keys at positions new_pos (H, K)."""
-        shift = (new_pos - old_pos).to(keys.device)
-        if not bool(shift.any()):
-            return keys
-        cos, sin = self.cos_sin(layer, shift, keys)  # (H, K, R)
-        out = apply_rotation(keys[0].float(), cos, sin)  # (H, K, D)
-        return out.to(keys.dtype)[None]
+        return self.apply(keys, self.shift(layer, old_pos, new_pos, keys))

@@ -105,15 +105,15 @@ def test_interrupt_in_a_forward_saves_a_consistent_pot(tmp_path, model, where, n
 def test_interrupt_inside_a_distillation_leaves_the_pot_undistilled(tmp_path, model, monkeypatch):
     eng = _engine(model)
     calls = {"n": 0}
-    real = eng.pot.rerotator.rerotate
+    real = eng.pot.rerotator.apply
 
-    def flaky(li, *a, **k):
+    def flaky(*a, **k):
         calls["n"] += 1
         if calls["n"] == 2:  # after layer 0 was re-rotated, before layer 1
             raise KeyboardInterrupt
-        return real(li, *a, **k)
+        return real(*a, **k)
 
-    monkeypatch.setattr(eng.pot.rerotator, "rerotate", flaky)
+    monkeypatch.setattr(eng.pot.rerotator, "apply", flaky)
     with pytest.raises(KeyboardInterrupt):
         eng.feed(_doc(300))
     assert eng.cycles == 0 and len(eng.pot) > eng.cfg.keep  # not distilled: the pot as it was before

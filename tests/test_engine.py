@@ -140,6 +140,51 @@ def test_rerotation_unrotates_to_same_prerope_key(arch_model):
         torch.testing.assert_close(back, pre[0], atol=1e-5, rtol=1e-5)
 
 
+def test_shared_keep_equals_gathering_and_rerotating_each_head(arch_model):
+    """Entries every (layer, head) keeps alike are taken with one index and one rotation per layer type: the same
+    keys and values as gathering and re-rotating each layer on its own."""
+    arch, model = arch_model
+    eng = run_engine(model, doc_ids(40, seed=3), PotConfig(size=128, keep=64, chunk=16))
+    pot = eng.pot
+    S = len(pot)
+    row = torch.tensor(sorted(torch.randperm(S, generator=torch.Generator().manual_seed(2))[:20].tolist()))
+    idx = row.view(1, 1, -1).expand(pot.num_layers, pot.num_kv_heads, -1)
+    new = torch.arange(20).view(1, -1).expand(pot.num_kv_heads, -1)
+    want = [(pot.rerotator.rerotate(li, layer.keys[:, :, row], idx[li], new), layer.values[:, :, row])
+            for li, layer in enumerate(pot.cache.layers)]
+    pot.keep(idx)
+    for layer, (k, v) in zip(pot.cache.layers, want):
+        assert torch.equal(layer.keys, k) and torch.equal(layer.values, v)
+
+
+def test_only_the_layers_shared_scores_read_are_captured(arch_model, monkeypatch):
+    """With shared scores from the deeper half (the default), the shallower layers' CaP rows are not computed,
+    and the pot keeps exactly what it keeps when every layer is captured."""
+    arch, model = arch_model
+    cfg = PotConfig(size=64, keep=32, chunk=16, segment=0)
+    ids = doc_ids(200, seed=4)
+    L = model.config.num_hidden_layers
+    made = []
+
+    class Seen(cap_scores.Capture):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(cap_scores, "Capture", Seen)
+    fast = run_engine(model, ids, cfg)
+    first = fast.policy.cap_from(L)
+    assert 0 < first < L and fast.cycles > 0
+    catalysts = [c for c in made if c.rows]
+    assert catalysts and all(sorted(c.scores) == list(range(first, L)) for c in catalysts)
+    full = Engine(model, IdTok(), cfg, catalyst_ids=CATALYST)
+    monkeypatch.setattr(full.policy, "cap_from", lambda n: 0)
+    full.pin(HEADER)
+    full.feed(ids)
+    full.finish()
+    assert full.cycles == fast.cycles and torch.equal(full.pot.src, fast.pot.src)
+
+
 # ---- CaP scores from the wrapper equal eager attention weights ------------------------------------
 
 def test_cap_scores_equal_eager_attention(arch_model):

@@ -46,6 +46,7 @@ class Capture:
     rows: capture the last `rows` query rows (CaP rows, or 1 for TOVA); 0 = none.
     all_rows: accumulate column sums of every query row (H2O).
     focus: (start, stop) of the question inside the captured rows; the rows before `start` are the template.
+    from_layer: layers before it are not captured (a policy that reads only the deeper layers' scores).
     scores: layer index -> (H_kv, S_kv) float32 summed probabilities, filled by the attention wrapper.
     relevance: layer index -> (H_kv, S_kv) float32 question-minus-template attention (only with `focus`).
     """
@@ -53,6 +54,7 @@ class Capture:
     rows: int = 0
     all_rows: bool = False
     focus: tuple[int, int] | None = None
+    from_layer: int = 0
     scores: dict[int, torch.Tensor] = field(default_factory=dict)
     relevance: dict[int, torch.Tensor] = field(default_factory=dict)
     seconds: float = 0.0  # time spent computing the captured rows
@@ -70,10 +72,12 @@ def valid_focus(focus, rows: int) -> tuple[int, int] | None:
 
 
 @contextlib.contextmanager
-def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None = None):
-    """Within this block, every attention layer records CaP/H2O scores into the yielded Capture."""
+def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None = None, from_layer: int = 0):
+    """Within this block, every attention layer from `from_layer` on records CaP/H2O scores into the yielded
+    Capture."""
     global _ACTIVE
-    prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows, focus=valid_focus(focus, rows))
+    prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows, focus=valid_focus(focus, rows),
+                                     from_layer=from_layer)
     try:
         yield _ACTIVE
     finally:
@@ -125,7 +129,7 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
     (B, Hkv, G, R, S) float32 when they are all the query rows (a catalyst forwarded alone: the final
     distillation), so the wrapper can take the attention output from them instead of computing it again."""
     cap = _ACTIVE
-    if cap is None or (cap.rows <= 0 and not cap.all_rows):
+    if cap is None or (cap.rows <= 0 and not cap.all_rows) or module.layer_idx < cap.from_layer:
         return None
     p = None
     sync(query.device)  # CUDA: the timer covers this layer's capture, not the attention queued before it

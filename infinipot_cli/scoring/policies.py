@@ -14,6 +14,7 @@ What a policy needs it declares, so the engine computes nothing it does not use:
     needs_acc    accumulate every query row's attention (H2O)
     needs_units  say where sentence units start (`starts`, for segment selection)
     relevance    capture question relevance (`rel`) when the catalyst holds a question
+    cap_from     the first layer whose captured scores `select` reads; earlier layers are not captured
     rerotate     re-rotate kept keys to contiguous positions (CR-RoPE); only the `plain` speed reference skips it
 
 InfiniPot is a scorer (scoring/scorer.py) plus a selector (scoring/selector.py); the baselines are in
@@ -38,8 +39,8 @@ class SelectionInputs:
     n: int                              # number of candidates
     shape: tuple[int, int]              # (L, H)
     nov: torch.Tensor                   # (L, H, N) float32 NuC novelty
-    cap: torch.Tensor | None = None     # (L, H, N) float32 CaP sum (TOVA: the last row's attention)
-    rel: torch.Tensor | None = None     # (L, H, N) float32 question relevance (CaP-Q only)
+    cap: torch.Tensor | None = None     # (L, H, N) float32 CaP sum (TOVA: the last row's attention); 0 below cap_from
+    rel: torch.Tensor | None = None     # (L, H, N) float32 question relevance (CaP-Q only); 0 below cap_from
     acc: torch.Tensor | None = None     # (L, H, N) float32 accumulated attention (H2O)
     starts: torch.Tensor | None = None  # (L|1, H|1, N) bool: a sentence unit starts here
 
@@ -54,6 +55,9 @@ class Policy:
     share = False
     rerotate = True
     last_nuc: torch.Tensor | None = None  # (L, H, N) bool after select: entries chosen by novelty
+
+    def cap_from(self, num_layers: int) -> int:
+        return 0
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -80,6 +84,9 @@ class InfiniPotPolicy(Policy):
     @property
     def needs_units(self) -> bool:  # type: ignore[override]
         return self.segment > 0
+
+    def cap_from(self, num_layers: int) -> int:  # shared scores read the deeper layers only
+        return self.scorer.first_layer(num_layers)
 
     def select(self, inp: SelectionInputs) -> torch.Tensor:
         L, H = inp.shape

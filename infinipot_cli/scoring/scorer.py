@@ -31,10 +31,14 @@ class InfiniPotScorer:
     share_from: float = 0.0
     relevance: bool = False
 
+    def first_layer(self, num_layers: int) -> int:
+        """The first layer whose catalyst scores `score` reads (the engine captures none before it)."""
+        return min(int(round(self.share_from * num_layers)), num_layers - 1) if self.share else 0
+
     def score(self, cap: torch.Tensor, nov: torch.Tensor, rel: torch.Tensor | None = None) -> Scores:
         """cap, nov, rel: (L, H, N) over the candidates; rel is None unless the catalyst holds a question."""
         c = rel if self.relevance and rel is not None else cap
         if self.share:
-            first = min(int(round(self.share_from * c.shape[0])), c.shape[0] - 1)
+            first = self.first_layer(c.shape[0])
             return Scores(cap=c[first:].mean(dim=(0, 1), keepdim=True), nov=nov[:1, :1])
         return Scores(cap=c, nov=nov)
