@@ -22,6 +22,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from . import decode_step
+from .model import with_cache
 
 
 GROW = 128  # rows an answer cache grows by: one-row attention reads all of a layer's rows, so little is left empty
@@ -177,7 +178,7 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
     gen: list[int] = []
     if max_new_tokens <= 0:
         return gen
-    out = base(input_ids=torch.tensor([prompt_ids], device=dev), past_key_values=cache, use_cache=True)
+    out = base(input_ids=torch.tensor([prompt_ids], device=dev), use_cache=True, **with_cache(base, cache))
     nxt = greedy_next(model, out.last_hidden_state[0])
     step = torch.empty(1, 1, dtype=torch.long, device=dev)
     fused = decode_step.for_model(model)
@@ -199,7 +200,7 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
             nxt = greedy_next(model, fused(nxt, cache))
         else:
             step.fill_(nxt)
-            out = base(input_ids=step, past_key_values=cache, use_cache=True)
+            out = base(input_ids=step, use_cache=True, **with_cache(base, cache))
             nxt = greedy_next(model, out.last_hidden_state[0])
     if detok is not None:
         piece = detok.flush()

@@ -24,6 +24,7 @@ from .archive import Archive, recall
 from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, answer_room, generate
 from .devices import sync
+from .model import with_cache
 from .errors import UsageError
 from .interrupts import deferred_interrupt
 from .pot import MemoryPot
@@ -219,7 +220,7 @@ class Engine:
             focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
             with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus,
                                     from_layer=pol.cap_from(self.pot.num_layers)) as capt:
-                out = self.model.model(input_ids=x, past_key_values=self.pot.cache, use_cache=True)
+                out = self.model.model(input_ids=x, use_cache=True, **with_cache(self.model.model, self.pot.cache))
             hidden = out.last_hidden_state[0]  # (T, d)
             sync(self.device)
             self.timings.forward += time.perf_counter() - t0 - capt.seconds
@@ -397,7 +398,7 @@ class Engine:
         cache = AnswerCache(ids.shape[1] + extra)  # + room for the prompt and the answer
         last = (ids.shape[1] - 1) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
         for i in range(0, last, self.cfg.chunk):
-            self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], past_key_values=cache, use_cache=True)
+            self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], use_cache=True, **with_cache(self.model.model, cache))
         return cache, ids[0, last:].tolist()
 
     def _recall(self, segs: list[tuple[int, list[int]]], prompt_ids: list[int], focus, max_new_tokens: int) -> int:

@@ -7,6 +7,7 @@ from transformers import DynamicCache
 
 from infinipot_cli.decode import AnswerCache, Detokenizer, generate
 from infinipot_cli.engine import PotConfig
+from infinipot_cli.model import with_cache
 from test_engine import PROMPT, IdTok, doc_ids, run_engine
 from tiny_models import make_model
 
@@ -19,12 +20,12 @@ def naive_greedy(model, ctx, prompt, n):
     out = []
     with torch.no_grad():
         if ctx:
-            model(input_ids=torch.tensor([ctx]), past_key_values=cache, use_cache=True)
-        logits = model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True).logits[0, -1]
+            model(input_ids=torch.tensor([ctx]), **with_cache(model, cache), use_cache=True)
+        logits = model(input_ids=torch.tensor([prompt]), **with_cache(model, cache), use_cache=True).logits[0, -1]
         for _ in range(n):
             nxt = int(logits.float().argmax())
             out.append(nxt)
-            logits = model(input_ids=torch.tensor([[nxt]]), past_key_values=cache, use_cache=True).logits[0, -1]
+            logits = model(input_ids=torch.tensor([[nxt]]), **with_cache(model, cache), use_cache=True).logits[0, -1]
     return out
 
 
@@ -37,7 +38,7 @@ def test_generate_matches_the_naive_loop(arch):
     want = naive_greedy(ref_model, ctx, PROMPT, 24)
     src = DynamicCache()
     with torch.no_grad():
-        model.model(input_ids=torch.tensor([ctx]), past_key_values=src, use_cache=True)
+        model.model(input_ids=torch.tensor([ctx]), **with_cache(model.model, src), use_cache=True)
     cache = AnswerCache.from_cache(src, 8)  # too small on purpose: the layers grow
     got = generate(model, cache, PROMPT, 24, stop_ids=set())
     assert got == want
@@ -46,7 +47,7 @@ def test_generate_matches_the_naive_loop(arch):
     # from an empty cache (the re-encoding path prefills into it)
     empty = AnswerCache(len(ctx) + 40)
     with torch.no_grad():
-        model.model(input_ids=torch.tensor([ctx]), past_key_values=empty, use_cache=True)
+        model.model(input_ids=torch.tensor([ctx]), **with_cache(model.model, empty), use_cache=True)
     assert generate(model, empty, PROMPT, 24) == want
 
 
@@ -155,6 +156,6 @@ def test_one_row_attention_in_bf16_follows_sdpa(arch):
     for m in (ref_model, model):
         cache = AnswerCache(200)
         with torch.no_grad():
-            m.model(input_ids=torch.tensor([ctx]), past_key_values=cache, use_cache=True)
-            logits.append(m(input_ids=torch.tensor([[7]]), past_key_values=cache, use_cache=True).logits[0, -1].float())
+            m.model(input_ids=torch.tensor([ctx]), **with_cache(m.model, cache), use_cache=True)
+            logits.append(m(input_ids=torch.tensor([[7]]), **with_cache(m, cache), use_cache=True).logits[0, -1].float())
     assert (logits[0] - logits[1]).abs().max() < 0.02 * logits[0].abs().max() + 0.02

@@ -9,6 +9,7 @@ from transformers import DynamicCache
 
 from infinipot_cli import decode_step, q4
 from infinipot_cli.decode import AnswerCache, answer_room, generate
+from infinipot_cli.model import with_cache
 from test_engine import PROMPT, doc_ids
 from tiny_models import make_config, make_model
 
@@ -27,7 +28,7 @@ def _model(arch: str):
 def _forward_cache(model, ids) -> DynamicCache:
     cache = DynamicCache()
     with torch.no_grad():
-        model.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True)
+        model.model(input_ids=torch.tensor([ids]), **with_cache(model.model, cache), use_cache=True)
     return cache
 
 
@@ -41,7 +42,7 @@ def test_a_step_gives_the_models_logits_and_cache_rows(arch):
     kv = AnswerCache.from_cache(_forward_cache(model, ctx), 10)
     for tok in (5, 17, 99):
         with torch.no_grad():
-            want = model(input_ids=torch.tensor([[tok]]), past_key_values=ref, use_cache=True).logits[0, -1]
+            want = model(input_ids=torch.tensor([[tok]]), **with_cache(model, ref), use_cache=True).logits[0, -1]
             got = model.lm_head(step(tok, kv))[0]
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     for a, b in zip(kv.layers, ref.layers):
@@ -121,7 +122,7 @@ def test_four_bit_layers_run_as_joint_products(tmp_path):
         dense = torch.nn.functional.linear(x.float(), mlp.gate_proj.weight.float())
         assert torch.allclose(mlp.gate_proj(x).float(), dense, rtol=2e-2, atol=2e-2)  # the layer's view still works
         assert torch.equal(layer.qkv(x), torch.cat([att.q_proj(x), att.k_proj(x), att.v_proj(x)], -1))
-        want = model(input_ids=torch.tensor([[7]]), past_key_values=ref, use_cache=True).logits[0, -1].float()
+        want = model(input_ids=torch.tensor([[7]]), **with_cache(model, ref), use_cache=True).logits[0, -1].float()
         got = model.lm_head(step(7, kv))[0].float()
     assert (got - want).abs().max() < 0.02 * want.abs().max()
 
@@ -161,6 +162,6 @@ def test_five_bit_layers_share_their_two_products(tmp_path):
     x = torch.randn(1, mlp.gate_proj.in_features).bfloat16()
     with torch.no_grad():
         assert torch.equal(layer.gate_up(x), torch.cat([mlp.gate_proj(x), mlp.up_proj(x)], -1))
-        want = model(input_ids=torch.tensor([[7]]), past_key_values=ref, use_cache=True).logits[0, -1].float()
+        want = model(input_ids=torch.tensor([[7]]), **with_cache(model, ref), use_cache=True).logits[0, -1].float()
         got = model.lm_head(decode_step.for_model(model)(7, kv))[0].float()
     assert (got - want).abs().max() < 0.02 * want.abs().max()

@@ -7,6 +7,7 @@ from infinipot_cli.engine import Engine, PotConfig, split_method_spec
 from infinipot_cli.scoring import cap as cap_scores
 from infinipot_cli.scoring.nuc import lm_head_logits
 from infinipot_cli.config import METHODS, UNBOUNDED
+from infinipot_cli.model import with_cache
 from tiny_models import ARCHS, VOCAB, make_model
 
 HEADER = list(range(3, 9))        # a pinned "header"
@@ -220,11 +221,11 @@ def test_cap_scores_over_a_cache_equal_eager(arch_model):
     P = len(CATALYST)
     with torch.no_grad():
         c1, c2 = DynamicCache(), DynamicCache()
-        model(torch.tensor([first]), past_key_values=c1)
-        eager(torch.tensor([first]), past_key_values=c2)
+        model(torch.tensor([first]), **with_cache(model, c1))
+        eager(torch.tensor([first]), **with_cache(eager, c2))
         with cap_scores.capture(rows=P) as capt:
-            model(torch.tensor([second]), past_key_values=c1)
-        att = eager(torch.tensor([second]), past_key_values=c2, output_attentions=True).attentions
+            model(torch.tensor([second]), **with_cache(model, c1))
+        att = eager(torch.tensor([second]), **with_cache(eager, c2), output_attentions=True).attentions
     H, Hq = model.config.num_key_value_heads, model.config.num_attention_heads
     for layer, a in enumerate(att):
         ref = a[0, :, -P:, :].sum(1).view(H, Hq // H, -1).sum(1)
@@ -242,11 +243,11 @@ def test_a_catalyst_forwarded_alone_attends_with_its_captured_probabilities(arch
     first = doc_ids(90, seed=8)  # past gemma's 64-entry sliding window
     with torch.no_grad():
         c1, c2 = DynamicCache(), DynamicCache()
-        model(torch.tensor([first]), past_key_values=c1)
-        eager(torch.tensor([first]), past_key_values=c2)
+        model(torch.tensor([first]), **with_cache(model, c1))
+        eager(torch.tensor([first]), **with_cache(eager, c2))
         with cap_scores.capture(rows=len(CATALYST)) as capt:
-            got = model(torch.tensor([CATALYST]), past_key_values=c1).logits
-        want = eager(torch.tensor([CATALYST]), past_key_values=c2).logits
+            got = model(torch.tensor([CATALYST]), **with_cache(model, c1)).logits
+        want = eager(torch.tensor([CATALYST]), **with_cache(eager, c2)).logits
     assert len(capt.scores) == model.config.num_hidden_layers
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
@@ -261,7 +262,7 @@ def test_chunked_reading_without_eviction_matches_one_forward(arch_model):
     with torch.no_grad():
         out = model(torch.tensor([HEADER + ids + PROMPT]))
         x = torch.tensor([PROMPT])
-        h = model.model(input_ids=x, past_key_values=eng.pot.cache).last_hidden_state[0, -1:]
+        h = model.model(input_ids=x, **with_cache(model.model, eng.pot.cache)).last_hidden_state[0, -1:]
         got = lm_head_logits(model, h)
     torch.testing.assert_close(got[0], out.logits[0, -1].float(), atol=1e-4, rtol=1e-4)
 
@@ -287,6 +288,17 @@ def test_answer_leaves_pot_unchanged_and_is_repeatable():
     assert a1 == a2 and a1
     assert len(eng.pot) == n
     assert all(torch.equal(b, l.keys) for b, l in zip(before, eng.pot.cache.layers))
+
+
+def test_reading_and_answering_pass_the_cache_by_the_name_the_model_declares(arch_model):
+    """transformers 5.24 renamed the forward's `past_key_values` to `cache`: the old name warns on every call."""
+    import warnings
+
+    _, model = arch_model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        eng = run_engine(model, doc_ids(200), PotConfig(size=96, keep=48, chunk=16))
+        assert eng.answer(PROMPT, "question", max_new_tokens=3)
 
 
 def test_final_keep_narrows_for_one_question_and_the_pot_is_restored_after():

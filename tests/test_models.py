@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from infinipot_cli import models as found
 from infinipot_cli.cli import app
 from infinipot_cli.errors import ModelError
-from infinipot_cli.model import resolve_model_path
+from infinipot_cli.model import resolve_model_path, with_cache
 from tiny_models import VOCAB, make_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -346,9 +346,9 @@ def test_sliding_layers_cap_rows_use_the_window_mask_over_a_distilled_pot():
     for li, layer in enumerate(eng.pot.cache.layers):
         copy.update(layer.keys.clone(), layer.values.clone(), li)
     with torch.no_grad(), cap_scores.capture(rows=P) as capt:
-        model.model(input_ids=torch.tensor([cat]), past_key_values=eng.pot.cache, use_cache=True)
+        model.model(input_ids=torch.tensor([cat]), **with_cache(model.model, eng.pot.cache), use_cache=True)
     with torch.no_grad():
-        att = eager(torch.tensor([cat]), past_key_values=copy, output_attentions=True).attentions
+        att = eager(torch.tensor([cat]), **with_cache(eager, copy), output_attentions=True).attentions
     cfg = model.config
     H, Hq, W = cfg.num_key_value_heads, cfg.num_attention_heads, cfg.sliding_window
     for layer, a in enumerate(att):

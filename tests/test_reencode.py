@@ -6,6 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from infinipot_cli.engine import PotConfig, split_method_spec
+from infinipot_cli.model import with_cache
 from test_engine import HEADER, PROMPT, doc_ids, run_engine
 from tiny_models import ARCHS, make_model
 
@@ -17,13 +18,13 @@ def fresh_greedy(model, ids, prompt, n, chunk):
     cache = DynamicCache()
     with torch.no_grad():
         for i in range(0, len(ids), chunk):
-            model.model(input_ids=torch.tensor([ids[i:i + chunk]]), past_key_values=cache, use_cache=True)
-        logits = model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True).logits[0, -1]
+            model.model(input_ids=torch.tensor([ids[i:i + chunk]]), **with_cache(model.model, cache), use_cache=True)
+        logits = model(input_ids=torch.tensor([prompt]), **with_cache(model, cache), use_cache=True).logits[0, -1]
         out = []
         for _ in range(n):
             nxt = int(logits.argmax())
             out.append(nxt)
-            logits = model(input_ids=torch.tensor([[nxt]]), past_key_values=cache, use_cache=True).logits[0, -1]
+            logits = model(input_ids=torch.tensor([[nxt]]), **with_cache(model, cache), use_cache=True).logits[0, -1]
     return " ".join(map(str, out))
 
 
@@ -86,11 +87,11 @@ def _kv_greedy(eng, n):
 
     base, out = len(eng.pot), []
     with torch.no_grad():
-        h = eng.model.model(input_ids=torch.tensor([PROMPT]), past_key_values=eng.pot.cache, use_cache=True)
+        h = eng.model.model(input_ids=torch.tensor([PROMPT]), **with_cache(eng.model.model, eng.pot.cache), use_cache=True)
         for _ in range(n):
             nxt = int(lm_head_logits(eng.model, h.last_hidden_state[0, -1:])[0].argmax())
             out.append(nxt)
-            h = eng.model.model(input_ids=torch.tensor([[nxt]]), past_key_values=eng.pot.cache, use_cache=True)
+            h = eng.model.model(input_ids=torch.tensor([[nxt]]), **with_cache(eng.model.model, eng.pot.cache), use_cache=True)
     eng.pot.crop(base)
     return out
 

@@ -38,6 +38,7 @@ import torch
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
 from ..devices import free_bytes, peak_mb, reset_peak, sync
 from ..engine import Engine
+from ..model import with_cache
 from ..prompts import Prompts
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
@@ -292,7 +293,7 @@ def _run_prefill(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
     x = torch.tensor([ids], device=dev)
     sync(dev)
     t0 = time.perf_counter()
-    lm.model.model(input_ids=x, past_key_values=cache, use_cache=True)
+    lm.model.model(input_ids=x, use_cache=True, **with_cache(lm.model.model, cache))
     sync(dev)
     read_s = time.perf_counter() - t0
     if progress is not None:
