@@ -220,12 +220,15 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             display.message(f"warning: {text}", style="warning")
     t_start = time.perf_counter()
     with display:
-        from .model import fingerprint, load_model
+        from .model import dtype_warning, fingerprint, load_model
         from .threads import configure
 
         configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
 
         lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m))
+        slow = dtype_warning(lm.device, lm.dtype)
+        if slow:
+            warn(slow)
         P = Prompts(lm.tokenizer)
 
         # catalyst for reading: CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise

@@ -324,6 +324,15 @@ def with_cache(module: torch.nn.Module, cache) -> dict:
     return {_cache_arg(type(module)): cache}
 
 
+def dtype_warning(device: torch.device, dtype: torch.dtype) -> str | None:
+    """A one-line warning when bf16 was asked for on a CPU that only emulates it (auto never picks it there): on
+    an AVX2-only CPU a bf16 GEMM ran at ~1 % of the fp32 rate and an 8K read took 4.6x longer (docs/results/speed.md)."""
+    if device.type != "cpu" or dtype != torch.bfloat16 or cpu_has_native_bf16():
+        return None
+    return ("this CPU has no native bfloat16 (AVX-512 BF16 or AMX): it is emulated and reads several times slower "
+            "than float32, the default here")
+
+
 def pick_attention(device: torch.device) -> str:
     """flash_attention_2 on CUDA when flash-attn is installed, SDPA otherwise."""
     if device.type == "cuda":

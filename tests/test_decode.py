@@ -135,6 +135,17 @@ def test_dtype_auto_follows_native_bf16(monkeypatch):
     assert pick_dtype(None, torch.device("cuda")) == torch.bfloat16
 
 
+def test_emulated_bf16_is_warned_about_only_when_asked_for(monkeypatch):
+    from infinipot_cli.model import dtype_warning
+
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("INFINIPOT_CPU_BF16", "0")
+    assert "emulated" in dtype_warning(cpu, torch.bfloat16)
+    assert dtype_warning(cpu, torch.float32) is None and dtype_warning(torch.device("cuda"), torch.bfloat16) is None
+    monkeypatch.setenv("INFINIPOT_CPU_BF16", "1")
+    assert dtype_warning(cpu, torch.bfloat16) is None
+
+
 def test_threads_configure(monkeypatch):
     from infinipot_cli.threads import configure
 
