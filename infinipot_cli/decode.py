@@ -100,13 +100,15 @@ class AnswerCache(DynamicCache):
             super(DynamicCache, self).__init__(layer_class_to_replicate=lambda: AnswerLayer(capacity))
 
     @classmethod
-    def from_cache(cls, cache, extra: int) -> "AnswerCache":
+    def from_cache(cls, cache, extra: int, length: int | None = None) -> "AnswerCache":
+        """A copy of `cache`'s first `length` entries (all by default) with room for `extra` more."""
         layers = []
         for src in cache.layers:
             n = src.keys.shape[-2] if getattr(src, "keys", None) is not None else 0
+            n = n if length is None else min(n, length)
             layer = AnswerLayer(n + extra)
             if n:
-                layer.update(src.keys, src.values)
+                layer.update(src.keys[:, :, :n], src.values[:, :, :n])
             layers.append(layer)
         return cls(max((l.capacity for l in layers), default=extra), layers=layers)
 

@@ -388,15 +388,19 @@ class Engine:
         """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
         at positions 0..S-1 (the positions CR-RoPE gave them, §3.5), with room for `extra` more. The pot's own
         states carry what attention drew from text long evicted; the fresh prefill sees only the kept text
-        (measured: docs/results/needle.md). Returns (cache, last chunk's ids): all chunks but the last are
-        prefilled here; the last goes into the same forward as the prompt (one forward fewer before the first
-        token). None when heads hold different tokens (per-head selection)."""
+        (measured: docs/results/needle.md). The pinned header is copied, not prefilled: pin() prefilled it alone
+        at positions 0..n_pinned-1 and CR-RoPE never moves it, so its entries are those a fresh prefill computes.
+        Returns (cache, last chunk's ids): all chunks but the last are prefilled here; the last goes into the
+        same forward as the prompt (one forward fewer before the first token). None when heads hold different
+        tokens (per-head selection)."""
         tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
-        ids = tok[0, 0].to(self.device)[None]  # (1, S)
-        cache = AnswerCache(ids.shape[1] + extra)  # + room for the prompt and the answer
-        last = (ids.shape[1] - 1) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
+        npin = self.pot.n_pinned
+        ids = tok[0, 0, npin:].to(self.device)[None]  # (1, S - npin): the kept document text
+        n = ids.shape[1]
+        cache = AnswerCache.from_cache(self.pot.cache, n + extra, length=npin)  # + room for the prompt and the answer
+        last = max(n - 1, 0) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
         for i in range(0, last, self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], use_cache=True, **with_cache(self.model.model, cache))
         return cache, ids[0, last:].tolist()

@@ -100,3 +100,25 @@ def test_reencode_in_specs_and_presets():
     assert PotConfig().reencode is True  # on by default (measured: docs/results/needle.md)
     assert split_method_spec("infinipot+reencode=1")[1] == {"reencode": True}
     assert split_method_spec("infinipot-paper")[1]["reencode"] is False
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_pinned_header_is_copied_and_the_cache_is_a_fresh_prefills(arch):
+    """The re-encoded cache takes the pinned header's entries from the pot (pin() prefilled them alone and CR-RoPE
+    never moves them) and prefills the rest: together, what one fresh prefill of the pot's tokens computes."""
+    model = make_model(arch)
+    eng = run_engine(model, doc_ids(400), PotConfig(size=96, keep=48, chunk=16, final_keep=40, recall=0))
+    eng._final_distill(PROMPT, 40, QUESTION)
+    npin, ids = eng.pot.n_pinned, eng.pot.tok[0, 0].tolist()
+    cache, lead = eng._reencoded(extra=8)
+    assert lead == ids[-len(lead):] and 0 < len(lead) <= 16
+    ref = DynamicCache()
+    with torch.no_grad():
+        model.model(input_ids=torch.tensor([lead]), use_cache=True, **with_cache(model.model, cache))
+        model.model(input_ids=torch.tensor([ids]), use_cache=True, **with_cache(model.model, ref))
+    for got, want, pot in zip(cache.layers, ref.layers, eng.pot.cache.layers):
+        assert got.keys.shape == want.keys.shape == (1, pot.keys.shape[1], len(ids), pot.keys.shape[-1])
+        assert torch.equal(got.keys[:, :, :npin], pot.keys[:, :, :npin])
+        assert torch.equal(got.values[:, :, :npin], pot.values[:, :, :npin])
+        torch.testing.assert_close(got.keys, want.keys, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(got.values, want.values, atol=1e-4, rtol=1e-4)
