@@ -1,12 +1,13 @@
 #!/bin/bash
 # 15 questions on sample_docs/lighthouse.txt, each asked from a saved pot and directly; run from the repository
 # root: prints "question | pot:OK/bad answer | direct:OK/bad answer" (OK: the expected words are in the answer)
+# EXTRA="--final-keep 384" bash lighthouse.sh: the same with extra options for read and the direct ask
 inf() { .venv/bin/infinipot "$@" 2>/dev/null; }
-inf read sample_docs/lighthouse.txt --save-pot /tmp/lh.pot >/dev/null
+inf read sample_docs/lighthouse.txt --save-pot /tmp/lh.pot $EXTRA >/dev/null
 ok=0; dok=0
 while IFS='|' read -r q want; do
   a=$(inf ask --load-pot /tmp/lh.pot "$q" | tr '\n' ' ')
-  d=$(inf ask sample_docs/lighthouse.txt "$q" | tr '\n' ' ')
+  d=$(inf ask sample_docs/lighthouse.txt "$q" $EXTRA | tr '\n' ' ')
   ta=bad; td=bad
   echo "$a" | grep -qiE "$want" && { ta=OK; ok=$((ok+1)); }
   echo "$d" | grep -qiE "$want" && { td=OK; dok=$((dok+1)); }
