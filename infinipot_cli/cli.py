@@ -277,9 +277,11 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             n = save_pot(o.save_pot, engine, save_meta())
             display.message(f"{'partial ' if stopped else ''}pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
 
+        prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
         t_read = time.perf_counter()
         try:
             for i, src in enumerate(opened):
+                engine.expect(prompt if kind == "ask" and i == len(opened) - 1 else None, focus)
                 label = os.path.basename(src.path) if len(opened) > 1 else ""
                 skip = 0
                 prev = _previous_record(records, src)
@@ -315,7 +317,6 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         if kind in ("ask", "summarize"):
             from .stopping import StopStream, stopper_for
 
-            prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
             stopper = stopper_for(kind)  # a question ends at its first sentence; both end on a loop
             stream = None if o.json_out else StopStream(stopper, _stdout_writer())
             answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,

@@ -99,6 +99,8 @@ class Engine:
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
         self.recalled = 0                 # tokens the last answer recalled from the archive
+        self.expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
+        self._prepared: tuple | None = None  # (prompt, focus, Capture) of the read's last forward, until the pot changes
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -123,6 +125,13 @@ class Engine:
         """Report progress to `on_event` from now on (elapsed times count from now)."""
         self.on_event = on_event
         self.t0 = time.perf_counter()
+
+    def expect(self, prompt_ids: list[int] | None, focus: tuple[int, int] | None = None) -> None:
+        """The next answer's prompt, known while reading (`ask`). The read's last forward then carries it as
+        the catalyst, so the question's last distillation (§3.2) scores the pot from that forward instead of
+        a forward of its own after the read: the same attention rows, in one product with the last piece
+        rather than a 34-row pass over the whole pot before the first token. None: no prompt expected."""
+        self.expected = (list(prompt_ids), focus) if prompt_ids else None
 
     def drop_pending(self) -> None:
         """Forget tokens fed but not yet forwarded (an interrupted read keeps what the pot holds)."""
@@ -157,19 +166,35 @@ class Engine:
             room = self._room()
             if len(self.pending) > room:  # the pot would overflow: fill it, catalyst, distill
                 self._fill_and_distill(room)
-            elif len(self.pending) >= chunk and room > chunk:
+            elif len(self.pending) > chunk and room > chunk:  # the last piece waits for finish()
                 self._forward(self._take(chunk))
             else:
                 break
 
     def finish(self) -> None:
-        """Forward whatever is pending (it fits: feed() distills before the pot could overflow)."""
+        """Forward whatever is pending (it fits: feed() distills before the pot could overflow); the last piece
+        carries the expected prompt as the catalyst of the final distillation when one will run (expect())."""
         while self.pending:
             room = self._room()
             if len(self.pending) > room:
                 self._fill_and_distill(room)
+            elif len(self.pending) > self.cfg.chunk:
+                self._forward(self._take(self.cfg.chunk))
             else:
-                self._forward(self._take(min(self.cfg.chunk, len(self.pending))))
+                self._forward_last(self._take(len(self.pending)))
+
+    def _forward_last(self, ids: list[int]) -> None:
+        """The read's last forward, with the expected prompt appended as the final distillation's catalyst when
+        the pot will be narrowed for it (a bounded pot already distilled, which the question narrows to
+        `final_keep`) and pot + piece + prompt fit in M."""
+        exp = self.expected
+        if (exp is None or self.policy.catalyst != "prompt" or not self.cfg.bounded or self.cycles == 0
+                or len(self.pot) + len(ids) + len(exp[0]) > self.cfg.size):
+            self._forward(ids)
+            return
+        prompt, focus = exp
+        _, capt = self._forward(ids, prompt, len(prompt), focus=focus)
+        self._prepared = (prompt, focus, capt)
 
     def _take(self, n: int) -> list[int]:
         out, self.pending = self.pending[:n], self.pending[n:]
@@ -209,6 +234,7 @@ class Engine:
         cat = list(cat or [])
         n = len(ids)
         inp = ids + cat
+        self._prepared = None  # the pot changes: a prepared capture no longer describes it
         if not inp:
             return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
@@ -276,6 +302,7 @@ class Engine:
         npin = pot.n_pinned
         if S <= keep:
             return
+        self._prepared = None
         sync(self.device)
         t0 = time.perf_counter()
         L, H = pot.num_layers, pot.num_kv_heads
@@ -421,10 +448,14 @@ class Engine:
         return n
 
     def _final_distill(self, prompt_ids: list[int], keep: int, focus: tuple[int, int] | None = None) -> None:
-        """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question)."""
+        """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question); its scores
+        come from the read's last forward when that carried this prompt (expect()) and the pot is unchanged."""
         capt = None
         cat, rows = self._catalyst_for(prompt_ids)
-        if rows:
+        prep = self._prepared
+        if rows and prep is not None and prep[0] == list(prompt_ids) and prep[1] == focus:
+            capt = prep[2]
+        elif rows:
             _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
         self._distill(keep, capt, final=True)
 

@@ -133,6 +133,8 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     units = haystack_units(cfg.haystack, f"{cfg.seed}:{length}:{depth}:{trial}")
     t0 = time.perf_counter()
     eng.pin(header)
+    if flow == "direct":  # the question is known while reading, as in `infinipot ask`
+        eng.expect(ask, ask_focus)
     for ids in token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece, placement=placement):
         eng.feed(ids)
     eng.finish()

@@ -155,7 +155,8 @@ def speed_table(runs: list[dict]) -> Table:
     for name, just in (("method", "left"), ("length", "right"), ("read tok/s", "right"), ("read s", "right"),
                        ("fwd", "right"), ("NuC", "right"), ("CaP", "right"), ("sel", "right"), ("rerot", "right"),
                        ("disp", "right"), ("other", "right"), ("TTFT s", "right"), ("gen tok/s", "right"),
-                       ("peak RSS MB", "right"), ("KV MB", "right"), ("peak KV MB", "right")):
+                       ("peak RSS MB", "right"), ("read RSS MB", "right"), ("KV MB", "right"),
+                       ("peak KV MB", "right")):
         t.add_column(name, justify=just)
     gpu = any(r.get("gpu_peak_mb") is not None for r in runs)  # CUDA runs: peak GPU memory (max_memory_allocated)
     if gpu:
@@ -164,7 +165,7 @@ def speed_table(runs: list[dict]) -> Table:
         length = fmt_tokens(r.get("length") or r["length_target"])
         if r.get("skipped") or r.get("error"):
             why = r["skipped"].split(":")[0] if r.get("skipped") else "error"
-            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * (14 if gpu else 13))
+            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * (15 if gpu else 14))
             continue
         tm = r["timings"]
         rs = tm["read_s"]
@@ -172,7 +173,8 @@ def speed_table(runs: list[dict]) -> Table:
                   *(_pct(tm.get(k, 0.0), rs) for k in ("forward", "nuc", "cap", "select", "rerotate", "display",
                                                        "other")),
                   f"{r['ttft_s']:.2f}", f"{r['gen_tok_s']:.1f}" if r.get("gen_tok_s") else "-",
-                  f"{r['peak_rss_mb']:,.0f}", f"{r['kv_bytes'] / 2**20:,.1f}", f"{r['kv_peak_bytes'] / 2**20:,.1f}",
+                  f"{r['peak_rss_mb']:,.0f}", f"{r['read_rss_mb']:,.0f}" if r.get("read_rss_mb") else "-",
+                  f"{r['kv_bytes'] / 2**20:,.1f}", f"{r['kv_peak_bytes'] / 2**20:,.1f}",
                   *([f"{r['gpu_peak_mb']:,.0f}" if r.get("gpu_peak_mb") is not None else "-"] if gpu else []))
     return t
 

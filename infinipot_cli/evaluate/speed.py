@@ -12,7 +12,9 @@ Configurations ("methods"):
                       token — slow, so only run at the smallest length asked for
 
 Each (method, length) runs in a fresh process (`python -m infinipot_cli.evaluate.speed_worker`, one JSON line
-on stdout) so peak RSS (`ru_maxrss`) belongs to that configuration alone. After reading, every configuration
+on stdout) so peak RSS (`ru_maxrss`) belongs to that configuration alone; on Linux the worker also restarts the
+peak after loading the model (`read_rss_mb`: what reading and answering hold, the model's pages included, without
+the load's transient peak, which varies by ~200 MB between runs and hid the length's effect). After reading, every configuration
 answers a short prompt with `gen_tokens` greedy tokens (no early stop): time to first token and decode tok/s.
 
 Display overhead: engine events are fed to `infinipot_cli.display.Display(mode="plain", stream=StringIO())`
@@ -75,6 +77,30 @@ def rss_mb() -> float:
     """Peak resident set size of this process so far (MB); ru_maxrss is KB on Linux, bytes on macOS."""
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(r / (1 << 20) if sys.platform == "darwin" else r / 1024, 1)
+
+
+def reset_peak_rss() -> bool:
+    """Start the peak RSS anew (Linux: /proc/self/clear_refs), so that `peak_rss_since_reset_mb` measures what
+    reading and answering hold, without the transient peak of loading the model. It resets `ru_maxrss` too: the
+    process's whole peak is then the larger of the two. False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_since_reset_mb() -> float | None:
+    """VmHWM of this process (MB): its peak RSS since the last reset_peak_rss(); None where /proc is absent."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
 
 
 def available_bytes() -> int | None:
@@ -240,6 +266,8 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     sync(dev)
     t0 = time.perf_counter()
     eng.pin(header)
+    focus = prompts.ask(QUESTION)[1]
+    eng.expect(ask, focus)  # the question is known while reading, as in `infinipot ask`
     for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
         eng.feed(ids)
     eng.finish()
@@ -248,7 +276,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
-    eng.answer(ask, "question", max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=prompts.ask(QUESTION)[1])
+    eng.answer(ask, "question", max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=focus)
     sync(dev)
     t2 = time.perf_counter()
     close_display(display)

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..model import load_model
     from .progress import Progress
     from ..devices import gpu_name, peak_mb
-    from .speed import SPEED_METHODS, SpeedConfig, measure, rss_mb
+    from .speed import SPEED_METHODS, SpeedConfig, measure, peak_rss_since_reset_mb, reset_peak_rss, rss_mb
 
     from ..threads import configure
 
@@ -65,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             lm = load_model(a.model, a.device, a.dtype)
         load_rss = rss_mb()
         load_gpu = peak_mb(lm.device)
+        reset = reset_peak_rss()
         rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
+        rec["read_rss_mb"] = peak_rss_since_reset_mb() if reset else None
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
-                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": rss_mb(), "load_gpu_mb": load_gpu,
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": max(load_rss, rss_mb()), "load_gpu_mb": load_gpu,
                     "gpu_name": gpu_name(lm.device)})
     except InfinipotError as e:
         rec["error"] = str(e)
