@@ -99,8 +99,9 @@ class Engine:
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
         self.recalled = 0                 # tokens the last answer recalled from the archive
-        self.expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
-        self._prepared: tuple | None = None  # (prompt, focus, Capture) of the read's last forward, until the pot changes
+        self._expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
+        # (prompt, focus, Capture) of the read's last forward: used once, dropped when the pot changes
+        self._prepared: tuple | None = None
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -131,7 +132,7 @@ class Engine:
         the catalyst, so the question's last distillation (§3.2) scores the pot from that forward instead of
         a forward of its own after the read: the same attention rows, in one product with the last piece
         rather than a 34-row pass over the whole pot before the first token. None: no prompt expected."""
-        self.expected = (list(prompt_ids), focus) if prompt_ids else None
+        self._expected = (list(prompt_ids), focus) if prompt_ids else None
 
     def drop_pending(self) -> None:
         """Forget tokens fed but not yet forwarded (an interrupted read keeps what the pot holds)."""
@@ -187,7 +188,7 @@ class Engine:
         """The read's last forward, with the expected prompt appended as the final distillation's catalyst when
         the pot will be narrowed for it (a bounded pot already distilled, which the question narrows to
         `final_keep`) and pot + piece + prompt fit in M."""
-        exp = self.expected
+        exp = self._expected
         if (exp is None or self.policy.catalyst != "prompt" or not self.cfg.bounded or self.cycles == 0
                 or len(self.pot) + len(ids) + len(exp[0]) > self.cfg.size):
             self._forward(ids)
@@ -302,7 +303,6 @@ class Engine:
         npin = pot.n_pinned
         if S <= keep:
             return
-        self._prepared = None
         sync(self.device)
         t0 = time.perf_counter()
         L, H = pot.num_layers, pot.num_kv_heads
@@ -452,7 +452,7 @@ class Engine:
         come from the read's last forward when that carried this prompt (expect()) and the pot is unchanged."""
         capt = None
         cat, rows = self._catalyst_for(prompt_ids)
-        prep = self._prepared
+        prep, self._prepared = self._prepared, None  # used once
         if rows and prep is not None and prep[0] == list(prompt_ids) and prep[1] == focus:
             capt = prep[2]
         elif rows:

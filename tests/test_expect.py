@@ -6,17 +6,12 @@ import pytest
 import torch
 
 from infinipot_cli.engine import Engine, PotConfig
-from tiny_models import ARCHS, VOCAB, make_model
+from tiny_models import ARCHS, VOCAB, LetterTokenizer, make_model
 
 HEADER = [1, 2, 3, 4]
 CATALYST = [11, 12, 13, 14, 15]
 PROMPT = [21, 22, 23, 24, 25, 26]
 QUESTION = (1, 3)
-
-
-class _Tok:
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(chr(65 + i % 26) for i in ids)
 
 
 def _doc(n: int) -> list[int]:
@@ -39,8 +34,8 @@ class _Rows:
 
 def _engine(model, expect: bool, n: int = 600, prompt=PROMPT):
     kept: list[torch.Tensor] = []
-    eng = Engine(model, _Tok(), PotConfig(size=256, keep=128, chunk=32, final_keep=40), catalyst_ids=CATALYST,
-                 on_event=lambda ev: kept.append(ev.kept_src) if ev.kind == "distill" else None)
+    eng = Engine(model, LetterTokenizer(), PotConfig(size=256, keep=128, chunk=32, final_keep=40),
+                 catalyst_ids=CATALYST, on_event=lambda ev: kept.append(ev.kept_src) if ev.kind == "distill" else None)
     eng.pin(HEADER)
     if expect:
         eng.expect(prompt, QUESTION)

@@ -2,7 +2,7 @@
 whole is answered from all of it (issue 22, measured in the README)."""
 
 from infinipot_cli.engine import Engine, PotConfig
-from tiny_models import VOCAB, make_model
+from tiny_models import VOCAB, LetterTokenizer, make_model
 
 import torch
 
@@ -12,14 +12,10 @@ PROMPT = [21, 22, 23, 24, 25, 26]
 QUESTION = (1, 3)
 
 
-class _Tok:
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(chr(65 + i % 26) for i in ids)
-
-
 def _read(model, n, **kw):
     g = torch.Generator().manual_seed(3)
-    eng = Engine(model, _Tok(), PotConfig(size=256, keep=128, chunk=32, final_keep=40, **kw), catalyst_ids=CATALYST)
+    eng = Engine(model, LetterTokenizer(), PotConfig(size=256, keep=128, chunk=32, final_keep=40, **kw),
+                 catalyst_ids=CATALYST)
     eng.pin(HEADER)
     eng.feed(torch.randint(30, VOCAB, (n,), generator=g).tolist())
     eng.finish()

@@ -9,6 +9,13 @@ from infinipot_cli.scoring.cap import register_attention
 VOCAB = 256
 
 
+class LetterTokenizer:
+    """Just enough of a tokenizer for an engine's answer: each id decodes to a letter."""
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(65 + i % 26) for i in ids)
+
+
 def _common(**kw):
     base = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, head_dim=16)

@@ -50,7 +50,8 @@ def needle_heatmap(summary: list[dict], method: str, lengths: list[int], depths:
 
 
 def speed_plot(runs: list[dict], path: Path, title: str = "") -> Path:
-    """2x2: peak RSS (while reading, where measured), peak KV cache, read throughput, decode throughput — against length, one line per method."""
+    """2x2: peak RSS (while reading, where measured), peak KV cache, read throughput, decode throughput — against
+    length, one line per method."""
     ok = [r for r in runs if not r.get("skipped") and not r.get("error")]
     methods = list(dict.fromkeys(r["method"] for r in runs))
     rss = "read_rss_mb" if ok and all(r.get("read_rss_mb") for r in ok) else "peak_rss_mb"  # the read's own peak

@@ -14,8 +14,9 @@ Configurations ("methods"):
 Each (method, length) runs in a fresh process (`python -m infinipot_cli.evaluate.speed_worker`, one JSON line
 on stdout) so peak RSS (`ru_maxrss`) belongs to that configuration alone; on Linux the worker also restarts the
 peak after loading the model (`read_rss_mb`: what reading and answering hold, the model's pages included, without
-the load's transient peak, which varies by ~200 MB between runs and hid the length's effect). After reading, every configuration
-answers a short prompt with `gen_tokens` greedy tokens (no early stop): time to first token and decode tok/s.
+the load's transient peak, which varies by ~200 MB between runs and hid the length's effect). After reading,
+every configuration answers a short prompt with `gen_tokens` greedy tokens (no early stop): time to first token
+and decode tok/s.
 
 Display overhead: engine events are fed to `infinipot_cli.display.Display(mode="plain", stream=StringIO())`
 and the time inside `on_event` (and leaving its context) is the display share — `display` while reading,

@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
         rec["read_rss_mb"] = peak_rss_since_reset_mb() if reset else None
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
-                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss, "peak_rss_mb": max(load_rss, rss_mb()), "load_gpu_mb": load_gpu,
+                    "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss,
+                    "peak_rss_mb": max(load_rss, rss_mb()), "load_gpu_mb": load_gpu,
                     "gpu_name": gpu_name(lm.device)})
     except InfinipotError as e:
         rec["error"] = str(e)
