@@ -241,6 +241,6 @@ def run_chat(state: ReadState, o, stdin: TextIO | None = None, out: TextIO | Non
         return session.run_lines(stdin)
     eng = state.engine
     what = ", ".join(os.path.basename(s) for s in state.sources) or (o.load_pot or "the pot")
-    banner = "" if o.quiet else (f"Ask about {what} ({eng.tokens_read:,} tokens read, {len(eng.pot)} kept). "
+    banner = "" if o.quiet else (f"Ask about {what} ({eng.tokens_read:,} tokens read, {len(eng.pot):,} kept). "
                                  "/help for commands, Ctrl-D to leave.")
     return session.run_terminal(_terminal_reader(out, err), banner)

@@ -20,6 +20,7 @@ import typer
 
 from . import __version__
 from .errors import InfinipotError, UsageError
+from .interrupts import Terminated, terminate_like_interrupt
 
 app = typer.Typer(
     name="infinipot",
@@ -47,14 +48,19 @@ def _err(msg: str) -> None:
 
 @contextlib.contextmanager
 def handle_errors():
-    """One clear line on stderr and the right exit code, never a traceback."""
+    """One clear line on stderr and the right exit code, never a traceback. SIGTERM stops like Ctrl-C (a read
+    with --save-pot checkpoints) and exits 143."""
     try:
-        yield
+        with terminate_like_interrupt():
+            yield
     except typer.Exit:
         raise
     except InfinipotError as e:
         _err(str(e))
         raise typer.Exit(e.exit_code)
+    except Terminated:
+        _err("terminated")
+        raise typer.Exit(143)
     except KeyboardInterrupt:
         _err("interrupted")
         raise typer.Exit(130)
@@ -84,6 +90,7 @@ class Options:
     json_out: bool = False
     quiet: bool = False
     save_pot: Optional[str] = None
+    force: bool = False
     load_pot: Optional[str] = None
     inputs: List[str] = field(default_factory=list)
     pot: dict = field(default_factory=dict)
@@ -134,6 +141,8 @@ def _reading_options() -> list[tuple[str, object, object]]:
             help="Start from a saved pot: ask without re-reading, or read more into it.")),
         ("save_pot", Optional[str], typer.Option(None, "--save-pot", rich_help_panel=P_IO, metavar="FILE",
                                                  help="Write the distilled pot to FILE (atomically).")),
+        ("force", bool, typer.Option(False, "--force", rich_help_panel=P_IO, metavar="",
+                                     help="Let --save-pot replace an existing file that is not a pot.")),
         ("json_out", bool, typer.Option(False, "--json", rich_help_panel=P_IO, metavar="",
                                         help="Print one JSON object on stdout at the end (nothing else).")),
         ("quiet", bool, typer.Option(False, "-q", "--quiet", rich_help_panel=P_IO, metavar="", help="No progress display.")),
@@ -152,9 +161,7 @@ def _options(**kw) -> Options:
         kw["inputs"] = []
     o = Options(**kw, pot={k: v for k, v in knobs.items() if v is not None})
     if o.load_pot and (o.pot or o.method):
-        given = [f.metadata["flag"] for f in cli_knobs() if f.name in o.pot] + (["--method"] if o.method else [])
-        raise UsageError(f"{', '.join(given)} cannot change a loaded pot (--load-pot keeps the settings it was "
-                         "read with); drop them, or read the document again")
+        _drop_settings_the_pot_has(o)
     if not o.load_pot:
         cfg = pot_config(o)
         if cfg.bounded and cfg.size > HUGE_POT:
@@ -167,6 +174,25 @@ def _options(**kw) -> Options:
     return o
 
 
+def _drop_settings_the_pot_has(o: Options) -> None:
+    """With --load-pot, pot settings given again with the values the pot was read with are accepted (and
+    dropped); a different value is refused: a loaded pot keeps the settings it was read with."""
+    from .config import PotConfig, cli_knobs, split_method_spec
+    from .potfile import read_meta
+
+    saved = PotConfig.from_saved(read_meta(o.load_pot).get("config") or {})
+    differ = [f"{f.metadata['flag']} {o.pot[f.name]} (the pot has {getattr(saved, f.name)})"
+              for f in cli_knobs() if f.name in o.pot and o.pot[f.name] != getattr(saved, f.name)]
+    if o.method:
+        base, spec = split_method_spec(o.method)
+        if base != saved.method or any(getattr(saved, k) != v for k, v in spec.items()):
+            differ.append(f"--method {o.method} (the pot has {saved.method})")
+    if differ:
+        raise UsageError(f"{', '.join(differ)}: settings cannot change a loaded pot (--load-pot keeps the settings "
+                         "it was read with); drop them, or read the document again")
+    o.pot, o.method = {}, None
+
+
 def pot_config(o: Options):
     """The validated PotConfig: the method (a name, preset or spec such as infinipot+segment=32), then the
     knobs given on the command line."""
@@ -177,10 +203,19 @@ def pot_config(o: Options):
 
 
 def _stdin_piped() -> bool:
+    """Whether text may come on stdin: a pipe, a file or a socket (not a terminal, not </dev/null)."""
+    import stat
+
     try:
-        return not sys.stdin.isatty()
+        if sys.stdin is None or sys.stdin.isatty():
+            return False
     except (AttributeError, ValueError):
         return False
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, ValueError, OSError):
+        return True  # a stream with no file behind it (text handed in by a caller)
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
 
 
 # ---- the job ------------------------------------------------------------------------------------------
@@ -188,6 +223,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
     """kind: "ask" | "summarize" | "read" | "chat" (read, then return a chat.ReadState for the chat loop)."""
     from .display import Display
     from .documents import open_source
+    from .config import PotConfig
     from .engine import Engine
     from .prompts import Prompts
     from .reader import SourceRecord, read_source
@@ -201,23 +237,22 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
     if o.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
         from .potfile import check_save_target
 
-        check_save_target(o.save_pot)
+        check_save_target(o.save_pot, sources, o.force)
 
-    # Open every source and check a pot file before loading the model: bad input fails fast.
-    opened = [open_source(p, o.format) for p in sources]
+    # Open every source and check a pot file (its data against its checksum) before loading the model: bad
+    # input fails fast.
+    opened = [open_source(p, o.format, notice=_waiting_notice(o)) for p in sources]
+    checked = None
     if o.load_pot:
-        from .potfile import read_meta
+        from .potfile import check_pot
 
-        read_meta(o.load_pot)
+        checked = check_pot(o.load_pot)
 
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
 
     def warn(text: str) -> None:
         """Warnings reach stderr even with -q (which silences only the progress display)."""
-        if display.mode == "quiet":
-            sys.stderr.write(f"infinipot: warning: {text}\n")
-        else:
-            display.message(f"warning: {text}", style="warning")
+        display.message(f"warning: {text}", style="warning", always=True)
     t_start = time.perf_counter()
     with display:
         from .model import dtype_warning, fingerprint, load_model
@@ -225,12 +260,12 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
 
         configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
 
-        lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m))
-        slow = dtype_warning(lm.device, lm.dtype)
-        if slow:
-            warn(slow)
-        P = Prompts(lm.tokenizer)
+        from .model import load_tokenizer
 
+        # The tokenizer first: the checks that count tokens (the catalyst's room in the pot, the question
+        # against the model's window) fail before the weights load.
+        tok, window = load_tokenizer(o.model, progress=lambda m: display.message(m))
+        P = Prompts(tok)
         # catalyst for reading: CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise
         if o.catalyst:
             cat_kind, cat_text = "text", o.catalyst
@@ -239,6 +274,15 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         else:
             cat_kind, cat_text = "general", None
         cat_ids, cat_focus = P.catalyst(cat_kind, cat_text)
+        cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else pot_config(o)
+        _check_prompt_room(cfg, len(cat_ids) if sources else 0, cat_kind, bool(o.load_pot),
+                           len(P.ask(question)[0]) if kind == "ask" else 0, window,
+                           0 if o.load_pot else len(P.header_ids()))
+
+        lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m), tokenizer=tok)
+        slow = dtype_warning(lm.device, lm.dtype)
+        if slow:
+            warn(slow)
 
         records: list[SourceRecord] = []
         meta_in: dict = {}
@@ -246,7 +290,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             from .potfile import load_pot, question_mismatch
 
             engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name,
-                                       on_event=display.on_event)
+                                       on_event=display.on_event, checked=checked)
             if kind in ("ask", "chat"):
                 warn_text = question_mismatch(meta_in, question or "")
                 if warn_text:
@@ -259,7 +303,6 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
                                             sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
                                             stopped_at=r.get("stopped_at"), read=list(r.get("read") or [])))
         else:
-            cfg = pot_config(o)
             engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, catalyst_focus=cat_focus,
                             on_event=display.on_event)
             engine.pin(P.header_ids())
@@ -271,11 +314,27 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
                 catalyst = meta_in.get("catalyst") or {"kind": "general", "text": None}
             return {"sources": [r.as_json() for r in records], "model": lm.name, "catalyst": catalyst}
 
-        def save(stopped: bool = False) -> None:
+        def save() -> None:
             from .potfile import save_pot
 
-            n = save_pot(o.save_pot, engine, save_meta())
-            display.message(f"{'partial ' if stopped else ''}pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
+            n = save_pot(o.save_pot, engine, save_meta(), sources=sources, force=o.force)
+            display.message(f"pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
+
+        def save_partial() -> None:
+            """Checkpoint an interrupted read: never over an existing file (a finished pot, or anything else)."""
+            from .interrupts import deferred_interrupt
+            from .potfile import partial_target, save_pot
+
+            if engine.tokens_read <= read_before:
+                display.message("interrupted before anything was read: no pot saved", always=True)
+                return
+            with deferred_interrupt():  # a second Ctrl-C or SIGTERM waits for the checkpoint
+                target = partial_target(o.save_pot)
+                n = save_pot(target, engine, save_meta(), sources=sources, force=o.force)
+            display.message(f"partial pot saved to {target} ({n / 1e6:.1f} MB); resume with --load-pot {target} "
+                            "and the same source", always=True)
+
+        read_before = engine.tokens_read
 
         prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
         t_read = time.perf_counter()
@@ -302,8 +361,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
                     warn(f"{src.name}: {w}")
         except KeyboardInterrupt:
             if o.save_pot:
-                save(stopped=True)
-                display.message("reading interrupted; resume with --load-pot and the same source")
+                save_partial()
             raise
         read_s = time.perf_counter() - t_read
         if engine.cfg.method == "full" and len(engine.pot) > _window(lm.model):
@@ -355,6 +413,46 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             out["pot_file"] = o.save_pot
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stdout.flush()
+
+
+def _waiting_notice(o: Options):
+    """What to call when opening a source waits (a FIFO with no writer): a line on stderr, unless -q away from a
+    terminal."""
+    if o.quiet and not sys.stderr.isatty():
+        return None
+
+    def say(text: str) -> None:
+        sys.stderr.write(f"infinipot: {text}\n")
+        sys.stderr.flush()
+    return say
+
+
+def _check_prompt_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: int, window: int,
+                       header_len: int) -> None:
+    """Before the model loads: what the pot keeps must exceed the pinned header, the catalyst must leave the pot
+    room to read, and the question must fit the model's window beside the pot. A too-long question is named as
+    the problem (a loaded pot's size is fixed)."""
+    from .config import catalyst_room
+    from .scoring.policies import make_policy
+
+    if cfg.bounded and header_len:
+        if header_len >= cfg.keep:
+            raise UsageError(f"--keep ({cfg.keep}) must exceed the pinned header ({header_len} tokens)")
+        if cfg.final_keep and cfg.final_keep <= header_len:
+            raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({header_len} tokens)")
+
+    room = catalyst_room(cfg)
+    if room is not None and catalyst_len and make_policy(cfg).catalyst == "prompt" and catalyst_len > room:
+        if cat_kind in ("question", "text"):
+            what = "question" if cat_kind == "question" else "--catalyst text"
+            fix = f"shorten the {what}" + ("" if loaded else " (or raise --pot-size)")
+            raise UsageError(f"the {what} is too long: {catalyst_len:,} tokens as a catalyst, and a pot of "
+                             f"{cfg.size:,} entries keeping {cfg.keep:,} has room for {room:,}; {fix}")
+        raise UsageError(f"the pot is too small: pot size {cfg.size} - keep {cfg.keep} - catalyst {catalyst_len} "
+                         "tokens leaves no room to read; raise --pot-size or lower --keep")
+    if window and ask_len and ask_len > window // 2:
+        raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
+                         "shorten the question")
 
 
 class _Progress:
@@ -417,8 +515,13 @@ def _split_ask_args(args: list[str], inputs: list[str], have_pot: bool) -> tuple
                                  f"Give the question too (infinipot ask {args[0]} \"QUESTION\"), or read stdin "
                                  "with infinipot ask - \"QUESTION\"")
             return ["-"], args[0]
+        if os.path.exists(args[0]):
+            raise UsageError(f"missing QUESTION: infinipot ask {args[0]} \"your question\"")
         raise UsageError("no SOURCE given and nothing piped on stdin: infinipot ask SOURCE \"your question\"")
     if len(args) == 2:
+        if args[0] != "-" and not os.path.exists(args[0]) and os.path.exists(args[1]):
+            raise UsageError(f"no such file: {args[0]!r}; the document comes first, then the question: "
+                             f"infinipot ask {args[1]} \"{args[0]}\"")
         return [args[0]], args[1]
     raise UsageError("too many arguments: to read several sources use -i/--input for each, then the question")
 

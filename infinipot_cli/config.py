@@ -106,6 +106,11 @@ class PotConfig:
         return cls(**{**PAPER_OPTIONS, **{k: v for k, v in saved.items() if k in names}})
 
 
+def catalyst_room(cfg: PotConfig) -> int | None:
+    """How many catalyst tokens a bounded pot can hold beside what it keeps and one token read (None: unbounded)."""
+    return cfg.size - cfg.keep - 1 if cfg.bounded else None
+
+
 def declared() -> list[dataclasses.Field]:
     return list(dataclasses.fields(PotConfig))
 

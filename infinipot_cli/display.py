@@ -233,9 +233,13 @@ class Display:
     def set_source(self, label: str) -> None:
         self.source = label or ""
 
-    def message(self, text: str, style: str = "") -> None:
-        """A warning/info line on stderr, above the live view. Quiet mode prints nothing."""
+    def message(self, text: str, style: str = "", always: bool = False) -> None:
+        """A warning/info line on stderr, above the live view. Quiet mode prints nothing, except `always`
+        lines (warnings, where a partial pot went), as plain "infinipot: TEXT"."""
         if self.mode == "quiet":
+            if always:
+                self.stream.write(f"infinipot: {text}\n")
+                self.stream.flush()
             return
         if self.mode == "plain":
             self._write(text)

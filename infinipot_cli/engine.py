@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 
 from .archive import Archive, recall
-from .config import PotConfig, split_method_spec  # noqa: F401 - re-exported
+from .config import PotConfig, catalyst_room, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, answer_room, generate
 from .devices import sync
 from .model import with_cache
@@ -111,8 +111,9 @@ class Engine:
 
     def _check_room(self) -> None:
         """The catalyst must leave room to read (sizes themselves are checked by PotConfig.validate)."""
+        room = catalyst_room(self.cfg)
         c = self.cfg
-        if c.bounded and c.size - c.keep - self._cat_len() < 1:
+        if room is not None and self._cat_len() > room:
             raise UsageError(
                 f"the pot is too small: pot size {c.size} - keep {c.keep} - catalyst {self._cat_len()} tokens "
                 "leaves no room to read; raise --pot-size or lower --keep")

@@ -346,9 +346,34 @@ def pick_attention(device: torch.device) -> str:
     return "sdpa"
 
 
+def load_tokenizer(name: str | None = None, progress=None):
+    """(tokenizer, model window) for -m NAME without loading the weights: the checks that need only token
+    counts run before the model load. The window is 0 when the config does not say."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    display, path = resolve_model_path(name, progress)
+    hf_logging.set_verbosity_error()
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path))
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"could not load the tokenizer of {display} from {path}: {type(e).__name__}") from e
+    window = 0
+    try:
+        cfg = json.loads((path / "config.json").read_text())
+        cfg = cfg.get("text_config") or cfg
+        window = int(cfg.get("max_position_embeddings") or 0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    return tok, window
+
+
 def load_model(name: str | None = None, device: str | None = None, dtype: str | None = None,
-               progress=None) -> LoadedModel:
-    """Load model + tokenizer, offline, with the infinipot attention wrapper selected."""
+               progress=None, tokenizer=None) -> LoadedModel:
+    """Load model + tokenizer, offline, with the infinipot attention wrapper selected (`tokenizer`: one
+    load_tokenizer already loaded)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -365,7 +390,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     attn_name = register_attention(base_attn)
     hf_logging.set_verbosity_error()
     try:
-        tok = AutoTokenizer.from_pretrained(str(path))
+        tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(str(path))
         # off the CPU, weights load straight onto the device: an 8B model never sits in host RAM first
         on_device = {"device_map": str(dev)} if dev.type != "cpu" else {}
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dt, attn_implementation=attn_name, **on_device)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from .errors import ModelError
 
+Q4_SIDECAR = "q4.safetensors"  # q4.py's 4-bit copies of weights the model files already hold: not parameters
+
 # GGUF architectures transformers 5.x can load (its integrations/ggml.py GGUF_CONFIG_MAPPING keys and the
 # integrations/gguf GGUF_ARCHS); llama.cpp spellings mapped to transformers' names. tests/test_models.py
 # checks this list against the installed transformers.
@@ -318,7 +320,7 @@ def _text_config(cfg: dict) -> dict:
 
 def safetensors_params(folder: Path) -> int | None:
     """Parameter count from the safetensors headers in `folder` (8-byte length + JSON; no tensor is read)."""
-    files = sorted(Path(folder).glob("*.safetensors"))
+    files = sorted(f for f in Path(folder).glob("*.safetensors") if f.name != Q4_SIDECAR)
     if not files:
         return None
     total = 0

@@ -174,12 +174,37 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def check_save_target(path: str | os.PathLike) -> Path:
+def is_pot_file(path: str | os.PathLike) -> bool:
+    """Whether `path` holds an infinipot pot: a safetensors header with infinipot metadata (data not checked,
+    so a damaged or truncated pot still counts as one: replacing it loses nothing a user could load)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else 0
+            if n < 2 or n > _MAX_HEADER:
+                return False
+            header = json.loads(f.read(n).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    md = header.get("__metadata__") if isinstance(header, dict) else None
+    return isinstance(md, dict) and META_KEY in md
+
+
+def _same_file(a: Path, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_save_target(path: str | os.PathLike, sources: tuple | list = (), force: bool = False) -> Path:
     """Where a pot for `path` will be written, checked before any work is done; raises UsageError if it cannot be.
 
     A symlink is written through: the pot replaces the link's target and the link is kept. The target must be
     a regular file or not exist yet (never a folder, a device such as /dev/null or /dev/full, a pipe or a
-    socket), in an existing folder we may write to.
+    socket), in an existing folder we may write to. A user's file is never destroyed: the target may not be
+    one of the `sources` being read (not even with `force`), and an existing file that is not a pot is
+    replaced only with `force` (--force).
     """
     given = Path(path)
     if str(path) == "" or str(path) == "-":
@@ -200,11 +225,33 @@ def check_save_target(path: str | os.PathLike) -> Path:
                     else "a pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
                     else "not a regular file")
             raise UsageError(f"cannot write the pot to {given}: it is {kind}; give a regular file name")
+        for src in sources:
+            if src != "-" and _same_file(target, src):
+                raise UsageError(f"--save-pot {given} is the document being read ({src}); the pot would replace "
+                                 "it: choose another file name, e.g. " + f"{given}.pot")
+        if not force and not is_pot_file(target):
+            raise UsageError(f"{given} exists and is not an infinipot pot: refusing to replace it with one "
+                             "(choose another file name, or add --force to overwrite it)")
     if not folder.is_dir():
         raise UsageError(f"cannot write the pot to {given}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write the pot to {given}: folder {folder} is not writable")
     return target
+
+
+def partial_target(path: str | os.PathLike) -> Path:
+    """Where an interrupted read's partial pot goes: `path` itself if nothing is there yet, else beside it
+    (PATH.partial, PATH.partial-2, ...): a checkpoint never replaces a finished pot or any other file."""
+    given = Path(path)
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    if not os.path.lexists(target):
+        return given
+    n = 1
+    while True:
+        cand = Path(f"{given}.partial" + (f"-{n}" if n > 1 else ""))
+        if not os.path.lexists(cand):
+            return cand
+        n += 1
 
 
 def _write_error(path: Path, e: BaseException) -> InfinipotError:
@@ -218,15 +265,17 @@ def _write_error(path: Path, e: BaseException) -> InfinipotError:
     return InfinipotError(f"could not write the pot to {path}: {reason}")
 
 
-def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, compact: bool = True) -> int:
+def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, compact: bool = True,
+             sources: tuple | list = (), force: bool = False) -> int:
     """Write `engine`'s pot to `path` atomically; returns the bytes written.
 
     `meta` adds to the metadata: the CLI passes "sources" (list of {path, format, size, sha256, tokens, units,
     stopped_at}), "model" (display name), "created", and "catalyst" = {"kind": general|question|text, "text": ...}.
     A symlink is written through (check_save_target); a short write (a full disk) is caught by reading the
     written header back before the file replaces `path`. `compact`: store an fp32 KV as bf16 (False: exact).
+    The target is checked again here (`sources`, `force`: check_save_target): it may have changed while reading.
     """
-    path = check_save_target(path)
+    path = check_save_target(path, sources, force)
     folder = path.parent if str(path.parent) else Path(".")
     tensors, info = _collect(engine, meta or {}, compact)
     header = {META_KEY: json.dumps(info, ensure_ascii=False)}
@@ -411,14 +460,23 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
 
 
 # ---- loading ------------------------------------------------------------------------------------------
+def check_pot(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, tensors) of a pot file whose data matches its checksum and structure — no model needed, so
+    a damaged pot is reported before the model loads. Pass the result to load_pot(checked=...)."""
+    path = Path(path)
+    meta = read_meta(path)
+    return meta, _load_tensors(path, meta)
+
+
 def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str | None = None,
-             on_event=None) -> tuple[Engine, dict]:
+             on_event=None, checked: tuple[dict, dict] | None = None) -> tuple[Engine, dict]:
     """Validate `path` and rebuild the Engine it was saved from, ready to answer or to read on.
 
     `expect_model_name`: the name of the loaded model, for the error message when the pot was made by another.
+    `checked`: what check_pot(path) returned (the file is not read again).
     """
     path = Path(path)
-    meta = read_meta(path)
+    meta, tensors = checked if checked is not None else (read_meta(path), None)
     made_by = meta.get("model") or "another model"
     ours = expect_model_name or "the loaded model"
     fp = fingerprint(model, tokenizer)
@@ -429,7 +487,8 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     if probe and not _probe_matches(probe, weights_probe(model)):
         raise InputError(f"{path} was made by another model: {made_by} (same architecture and tokenizer, different "
                          f"weights than {ours}); load it with -m {made_by}")
-    tensors = _load_tensors(path, meta)
+    if tensors is None:
+        tensors = _load_tensors(path, meta)
 
     cfg_m = _text_config(model)
     L = cfg_m.num_hidden_layers

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import torch
 
+from .models import Q4_SIDECAR as SIDECAR  # declared torch-free, for `infinipot models`
+
 GROUP = 32          # Q4_1 block size, along the input dimension
 MAX_ROWS = 8        # input rows up to which the int4 kernel is used (it is slower than dense GEMM for chunks)
-SIDECAR = "q4.safetensors"
 VERSION = "3"       # of the sidecar's contents; another version is rebuilt
 _TOL = 0.01         # a weight off its group's grid by more than 1 % of a step is not a Q4 grid
 

@@ -7,6 +7,8 @@ resumes an interrupted read exactly where it stopped.
 
 from __future__ import annotations
 
+import bisect
+
 import re
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -112,6 +114,38 @@ def _read_labels(labels: list[str], upto: str | None) -> list[str]:
     return list(labels)
 
 
+class _ProgressMarks:
+    """Source tokens fed -> the fraction of the source they reach, so progress follows the tokens the engine has
+    forwarded (it holds up to a pot's room of fed tokens before forwarding them), not the text tokenized."""
+
+    def __init__(self) -> None:
+        self.fed: list[int] = [0]
+        self.f: list[float] = [0.0]
+        self._next: float | None = None
+
+    def reached(self, f: float) -> None:
+        """token_stream's progress callback: the next piece reaches fraction f."""
+        self._next = f
+
+    def add(self, fed: int) -> bool:
+        if self._next is None:
+            return False
+        if fed > self.fed[-1]:
+            self.fed.append(fed)
+            self.f.append(max(self._next, self.f[-1]))
+        return True
+
+    def at(self, tokens: int) -> float:
+        """The fraction reached by the first `tokens` tokens of the source (linear between marks)."""
+        i = bisect.bisect_left(self.fed, tokens)
+        if i >= len(self.fed):
+            return self.f[-1]
+        if i == 0 or self.fed[i] == tokens:
+            return self.f[i]
+        f0, f1, t0, t1 = self.f[i - 1], self.f[i], self.fed[i - 1], self.fed[i]
+        return f0 + (f1 - f0) * (tokens - t0) / (t1 - t0)
+
+
 def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: str = "",
                 skip_tokens: int = 0, progress=None) -> None:
     """Feed one source into the engine, skipping its first `skip_tokens` tokens (resume).
@@ -122,8 +156,10 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     start = engine.tokens_read
     seen = 0
     labels: list[str] = []
+    marks = _ProgressMarks() if progress is not None else None
     try:
-        for ids, where in token_stream(tokenizer, source.passages(), label, labels, progress):
+        for ids, where in token_stream(tokenizer, source.passages(), label, labels,
+                                       marks.reached if marks else None):
             if seen + len(ids) <= skip_tokens:
                 seen += len(ids)
                 continue
@@ -132,7 +168,12 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
                 seen = skip_tokens
             engine.feed(ids, where)
             seen += len(ids)
+            if marks is not None and marks.add(seen):
+                # the engine forwards behind what it was fed: report how far the forwarded tokens reach
+                progress(marks.at(skip_tokens + engine.tokens_read - start))
         engine.finish()
+        if marks is not None and marks.f:
+            progress(marks.f[-1])
     except KeyboardInterrupt:
         engine.drop_pending()
         record.stopped_at = skip_tokens + engine.tokens_read - start

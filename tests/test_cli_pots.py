@@ -83,7 +83,7 @@ def test_bad_pot_file_exit_2(tmp_path):
     bad.write_bytes(b"not a pot at all")
     r = invoke(["ask", "--load-pot", str(bad), "q", "-q"])
     assert r.exit_code == 2 and "infinipot: error:" in r.stderr
-    r = invoke(["ask", "--load-pot", str(bad), "q", "--pot-size", "512"])  # settings of a loaded pot are fixed
-    assert r.exit_code == 2 and "cannot change a loaded pot" in r.stderr
+    r = invoke(["ask", "--load-pot", str(bad), "q", "--pot-size", "512"])  # the damaged pot is named first
+    assert r.exit_code == 2 and "not an infinipot pot file" in r.stderr
     r = invoke(["inspect", str(bad)])
     assert r.exit_code == 2

@@ -114,10 +114,20 @@ def _is_hidden(tag: Tag) -> bool:
     return "display:none" in style or "visibility:hidden" in style
 
 
+HEADING_MARKS = {"¶", "§", "#", "🔗", "\uf0c1"}
+
+
+def _is_heading_mark(tag: Tag) -> bool:
+    """A permalink mark beside a heading (Sphinx's "¶" headerlink, "#" or "§" anchors): not text."""
+    if tag.name != "a" or not str(tag.get("href", "")).startswith("#"):
+        return False
+    return "headerlink" in _tokens(tag) or tag.get_text(strip=True) in HEADING_MARKS
+
+
 def _drop(tag: Tag, web: bool) -> bool:
     """Whether ``tag`` (and everything inside it) is left out of the text."""
     name = tag.name
-    if name in DROP_ALWAYS or _is_hidden(tag):
+    if name in DROP_ALWAYS or _is_hidden(tag) or _is_heading_mark(tag):
         return True
     if not web:
         return False

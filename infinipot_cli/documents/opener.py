@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import stat
 import sys
 import tempfile
-from typing import IO
+import threading
+from typing import IO, Callable, Iterator
 
 from infinipot_cli.errors import InputError
 
@@ -20,7 +22,27 @@ from .sniff import format_from_extension, format_from_magic, normalize_format, s
 from .text import TextSource, read_block, read_head
 
 
-def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None) -> Source:
+WAIT_NOTICE_S = 0.5  # a pipe or terminal silent this long gets a line saying what we wait for
+
+
+@contextlib.contextmanager
+def _say_if_waiting(notice: Callable[[str], None] | None, text: str) -> Iterator[None]:
+    """Call notice(text) if the block is still waiting after WAIT_NOTICE_S (a FIFO with no writer yet, a
+    terminal nobody types into); a prompt answer prints nothing."""
+    if notice is None:
+        yield
+        return
+    timer = threading.Timer(WAIT_NOTICE_S, notice, args=(text,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
+                notice: Callable[[str], None] | None = None) -> Source:
     """Open a document for reading.
 
     Args:
@@ -28,6 +50,7 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None)
         format: ``"auto"`` (sniff magic bytes, then the extension, else text) or ``"pdf"``, ``"epub"``,
             ``"html"``, ``"text"``.
         stdin: the binary stream ``"-"`` reads (default ``sys.stdin.buffer``).
+        notice: called with one line when opening waits (a FIFO with no writer, stdin on a terminal).
 
     Raises:
         InputError: missing file, a directory, permission denied, empty/binary/corrupt/encrypted input…
@@ -37,11 +60,21 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None)
         stream = stdin if stdin is not None else sys.stdin.buffer
         if isinstance(stream, io.TextIOBase):  # given sys.stdin rather than sys.stdin.buffer
             stream = stream.buffer
-        return _open_stream(path, stream, fmt, close=False)
+        on_tty = False
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            on_tty = stream.isatty()
+        wait = "reading the document from the terminal: type or paste it, then Ctrl-D" if on_tty else \
+            "waiting for text on stdin…"
+        with _say_if_waiting(notice, wait):
+            return _open_stream(path, stream, fmt, close=False)
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{path} is a directory, not a document")
+        if not stat.S_ISREG(st.st_mode):  # a pipe or device, e.g. a FIFO, <(command) or /dev/stdin: like stdin
+            what = "a writer on the named pipe" if stat.S_ISFIFO(st.st_mode) else "input"
+            with _say_if_waiting(notice, f"waiting for {what} {path}… (Ctrl-C to stop)"):
+                return _open_stream(path, open(path, "rb"), fmt, close=True)
         f = open(path, "rb")
     except InputError:
         raise
@@ -53,8 +86,6 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None)
         raise InputError(f"{path} is a directory, not a document") from None
     except OSError as e:
         raise InputError(f"{path}: cannot open ({e.strerror or e})") from None
-    if not stat.S_ISREG(st.st_mode):  # a pipe or device, e.g. <(command) or /dev/stdin: read it like stdin
-        return _open_stream(path, f, fmt, close=True)
     try:
         head = f.read(BLOCK_BYTES)
     except OSError as e:
