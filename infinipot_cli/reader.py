@@ -8,6 +8,8 @@ resumes an interrupted read exactly where it stopped.
 from __future__ import annotations
 
 import bisect
+import os
+import stat
 
 import re
 from dataclasses import dataclass, field
@@ -114,6 +116,17 @@ def _read_labels(labels: list[str], upto: str | None) -> list[str]:
     return list(labels)
 
 
+def _file_state(path: str) -> tuple[int, int] | None:
+    """(size, mtime in ns) of a regular file, to notice a document that changes while it is read."""
+    if not path or path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
 class _ProgressMarks:
     """Source tokens fed -> the fraction of the source they reach, so progress follows the tokens the engine has
     forwarded (it holds up to a pot's room of fed tokens before forwarding them), not the text tokenized."""
@@ -157,6 +170,7 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     seen = 0
     labels: list[str] = []
     marks = _ProgressMarks() if progress is not None else None
+    before = _file_state(source.path)
     try:
         for ids, where in token_stream(tokenizer, source.passages(), label, labels,
                                        marks.reached if marks else None):
@@ -185,6 +199,10 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
         except Exception:  # noqa: BLE001 - a stream cut short has no hash
             record.sha256 = None
         raise
+    after = _file_state(source.path)
+    if before is not None and (after != before or (source.size_bytes and after[0] != source.size_bytes)):
+        source.warnings.append("changed while it was read: the pot may hold a mix of its old and new text; "
+                               "read it again to be sure")
     record.stopped_at = None
     record.tokens = seen
     record.units = dict(getattr(source, "units", {}) or {})

@@ -162,3 +162,23 @@ def test_models_counts_parameters_once(tmp_path):
     write("model.safetensors", {"w": [10, 10]})
     write(Q4_SIDECAR, {"w.q": [10, 5], "w.s": [10, 1]})
     assert safetensors_params(tmp_path) == 100
+
+
+def test_a_document_that_changes_while_read_is_flagged(builtin, tmp_path, monkeypatch):
+    from infinipot_cli import engine as engine_mod
+
+    doc = tmp_path / "log.txt"
+    doc.write_text(open(STORY).read())
+    real, calls = engine_mod.Engine.feed, {"n": 0}
+
+    def feed_and_append(self, ids, where=""):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            with open(doc, "a") as f:
+                f.write("a new line written by another program\n")
+        return real(self, ids, where)
+
+    monkeypatch.setattr(engine_mod.Engine, "feed", feed_and_append)
+    r = invoke(["read", str(doc), "--save-pot", str(tmp_path / "p.pot"), "--pot-size", "512", "--keep", "256", "-q"])
+    assert r.exit_code == 0, r.stderr
+    assert "changed while it was read" in r.stderr
