@@ -1,10 +1,5 @@
-"""The answer loop: greedy decoding over a preallocated KV cache, with incremental detokenisation.
-
-transformers' ``DynamicCache`` appends by concatenation, so every generated token copies the whole cache of every
-layer (over a full 2K-entry pot of the built-in model: ~90 MB fp32 per token, which dominated the time per token).
-:class:`AnswerCache` allocates room for the prompt and the answer's start and writes each new entry in place; the
-layers hand the model views of the filled part, so positions (arange + ``get_seq_length()``) and causal masks are
-those of a ``DynamicCache`` of the same length, for every architecture the engine supports.
+"""The answer loop: greedy decoding over a preallocated KV cache (``answer_cache.py``), with incremental
+detokenisation.
 
 :func:`generate` is the loop itself: prompt prefill, then one token per step (through ``decode_step.py`` for
 Llama-family models, the model's forward otherwise) with argmax over the last position's logits only, and the
@@ -18,99 +13,10 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
 from . import decode_step
-from .model import with_cache
-
-
-GROW = 128  # rows an answer cache grows by: one-row attention reads all of a layer's rows, so little is left empty
-
-
-def answer_room(prompt_len: int, max_new_tokens: int) -> int:
-    """Rows to allocate beyond the pot: the prompt and the first GROW answer tokens (longer answers grow the
-    cache, one copy per GROW tokens), so a short answer does not read a long answer's empty rows every token."""
-    return prompt_len + min(max_new_tokens, GROW)
-
-
-class AnswerLayer(DynamicLayer):
-    """One layer's keys/values in a buffer of `capacity` entries, written in place at the next index.
-
-    ``keys``/``values`` are always views (1, H_kv, n, D) of the filled part, so everything that reads a
-    ``DynamicLayer`` (sequence length, mask sizes) sees an ordinary cache of length n. The buffers (``buffers()``)
-    start zeroed, so decode_step.py can attend over all `capacity` rows (one contiguous batch per layer) with the
-    unfilled ones masked. Past the capacity it grows by ``GROW`` rows instead of failing.
-    """
-
-    def __init__(self, capacity: int):
-        super().__init__()
-        self.capacity = max(1, int(capacity))
-        self._k: torch.Tensor | None = None  # (B, H_kv, capacity, D)
-        self._v: torch.Tensor | None = None
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.dtype, self.device = key_states.dtype, key_states.device
-        b, h = key_states.shape[:2]
-        self._k = key_states.new_zeros(b, h, self.capacity, key_states.shape[-1])
-        self._v = value_states.new_zeros(b, h, self.capacity, value_states.shape[-1])
-        self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
-        self.is_initialized = True
-
-    def _grow(self, need: int) -> None:
-        cap = need + GROW
-        k = self._k.new_zeros(*self._k.shape[:2], cap, self._k.shape[-1])
-        v = self._v.new_zeros(*self._v.shape[:2], cap, self._v.shape[-1])
-        n = self.keys.shape[-2]
-        k[:, :, :n].copy_(self.keys)
-        v[:, :, :n].copy_(self.values)
-        self._k, self._v, self.capacity = k, v, cap
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        n = self.keys.shape[-2]  # the filled length (a crop of the views shortens it)
-        t = key_states.shape[-2]
-        if n + t > self.capacity:
-            self._grow(n + t)
-        self._k[:, :, n:n + t].copy_(key_states)
-        self._v[:, :, n:n + t].copy_(value_states)
-        self.keys, self.values = self._k[:, :, :n + t], self._v[:, :, :n + t]
-        return self.keys, self.values
-
-    def buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The whole (B, H_kv, capacity, D) buffers; rows past the filled length are zeros."""
-        return self._k, self._v
-
-    def get_max_length(self) -> int:
-        return -1  # grows when needed, like a DynamicLayer
-
-
-class AnswerCache(DynamicCache):
-    """A ``DynamicCache`` whose layers are :class:`AnswerLayer`s of `capacity` entries each.
-
-    ``AnswerCache(capacity)`` starts empty (for a fresh prefill); ``AnswerCache.from_cache(cache, extra)`` copies
-    another cache's entries once and leaves room for `extra` more (the prompt and the answer)."""
-
-    def __init__(self, capacity: int, layers: list[AnswerLayer] | None = None):
-        self.answer_capacity = capacity
-        if layers is not None:
-            super(DynamicCache, self).__init__(layers=layers)
-        else:
-            super(DynamicCache, self).__init__(layer_class_to_replicate=lambda: AnswerLayer(capacity))
-
-    @classmethod
-    def from_cache(cls, cache, extra: int, length: int | None = None) -> "AnswerCache":
-        """A copy of `cache`'s first `length` entries (all by default) with room for `extra` more."""
-        layers = []
-        for src in cache.layers:
-            n = src.keys.shape[-2] if getattr(src, "keys", None) is not None else 0
-            n = n if length is None else min(n, length)
-            layer = AnswerLayer(n + extra)
-            if n:
-                layer.update(src.keys[:, :, :n], src.values[:, :, :n])
-            layers.append(layer)
-        return cls(max((l.capacity for l in layers), default=extra), layers=layers)
+from .answer_cache import GROW, AnswerCache, answer_room  # noqa: F401 - the loop's cache, re-exported
+from .compat import with_cache
 
 
 def greedy_next(model, hidden: torch.Tensor) -> int:

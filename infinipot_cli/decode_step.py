@@ -3,49 +3,78 @@
 Writing an answer runs the model on one token at a time. Through transformers each step goes through ~70 small
 tensor operations and as many Python module calls per layer (kwargs, hooks, mask building, cache bookkeeping):
 on 2 CPU cores that was ~10 ms of a ~28 ms token for the built-in model (docs/design.md, "Writing the answer on
-the CPU"). :class:`DecodeStep` runs the same arithmetic with the layers' own weights in ~25 operations per layer:
+the CPU"). :class:`DecodeStep` runs the same arithmetic with the layers' own weights in ~30 operations per layer:
 
 - q, k and v come from one product (and gate and up from one) where the layers hold 4-bit grids (``q4.py``): their
   int4 packs are concatenated along the output rows once; dense weights stay separate matrices (no copy);
 - RoPE uses the model's own rotary module (every ``rope_type``; per layer type for Gemma 3; partial rotary for
   Phi-3) once per token, not once per layer;
-- the new key/value row is written in place into the :class:`~infinipot_cli.decode.AnswerCache` buffers and
-  attention is two grouped products over the whole buffer (fp32 softmax), the rows a query must not see masked:
-  the unfilled ones and, in sliding-window layers, those before the window.
+- the new key/value row is written in place into the :class:`~infinipot_cli.answer_cache.AnswerCache` buffers and
+  attention (``attention.one_row``) is two grouped products over the whole buffer (fp32 softmax), the rows a query
+  must not see masked: the unfilled ones and, in sliding-window layers, those before the window.
 
-Supported: Llama, Mistral, Qwen2 (q/k/v biases), Qwen3 (q/k norms), Phi-3 (fused q/k/v and gate/up, partial
-rotary), Gemma 2 (logit soft-capping) and Gemma 3 (q/k norms, RoPE per layer type) — both Gemmas with (1 + w)
-norms around the attention and the MLP too. Anything else decodes through the model's forward. The result is the
+What each architecture has is a row of :data:`ARCHS` (projection names, q/k norms, norm style, logit soft-capping,
+sliding windows, RoPE per layer type; biases are the projections' own, added wherever a layer has one), not probed from module attributes; a model whose type is not
+in the table, or whose layers lack what its row names, decodes through the model's forward. The result is the
 model's forward up to rounding order (tests/test_decode_step.py compares logits and greedy answers).
+:func:`enable` turns the step off (and on again) for one model: the forward's answers, for comparisons.
 """
 
 from __future__ import annotations
 
-import inspect
+from dataclasses import dataclass
 
 import torch
 
+from .answer_cache import AnswerCache
+from .attention import one_row
+from .compat import text_config
 from .q4 import Q4Linear, int4_products
 
 _PACK_ROWS = 64  # the CPU int4 pack lays out output rows in blocks of 64
-SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
-GEMMA = ("gemma2", "gemma3_text")  # (1 + w) norms, also around the attention's and the MLP's outputs
+_ATTR = "_infinipot_decode_step"  # where a model keeps its step (False: decoded through the forward)
+
+
+@dataclass(frozen=True)
+class Arch:
+    """What one architecture's decoder layers have (names as in transformers' modeling files)."""
+
+    qkv: tuple[str, ...] = ("q_proj", "k_proj", "v_proj")  # self_attn's projections; one name: fused (Phi-3)
+    gate_up: tuple[str, ...] = ("gate_proj", "up_proj")     # mlp's; one name: fused, gate rows first
+    act: str = "act_fn"            # the mlp's activation attribute
+    qk_norm: bool = False          # an RMSNorm over each query and key head, q_norm / k_norm (Qwen3, Gemma 3)
+    gemma_norms: bool = False      # (1 + w) RMSNorms, also after the attention and around the MLP (Gemma 2, 3)
+    softcap: bool = False          # attention logits soft-capped by config.attn_logit_softcapping (Gemma 2)
+    window: str = "none"           # sliding window: "none", "all" layers (config.sliding_window) or "typed"
+                                   # (the layers config.layer_types calls sliding_attention)
+    rope_per_type: bool = False    # the rotary module takes the layer type (Gemma 3)
+
+
+ARCHS: dict[str, Arch] = {
+    "llama": Arch(),
+    "mistral": Arch(window="all"),
+    "qwen2": Arch(window="typed"),  # with q/k/v biases
+    "qwen3": Arch(qk_norm=True, window="typed"),
+    "phi3": Arch(qkv=("qkv_proj",), gate_up=("gate_up_proj",), act="activation_fn", window="all"),
+    "gemma2": Arch(gemma_norms=True, softcap=True, window="typed"),
+    "gemma3_text": Arch(qk_norm=True, gemma_norms=True, window="typed", rope_per_type=True),
+}
 
 
 class _Norm:
-    """One RMSNorm's arithmetic in fewer operations, the same values bit for bit (torch.rms_norm on fp32 is the
-    pow/mean/rsqrt sequence): Llama's (fp32 statistics, rounded to the model dtype, then the weight) or Gemma's
-    (the fp32 result times 1 + weight, then rounded; 1 + weight computed once)."""
+    """One RMSNorm's arithmetic in fewer operations, the same values bit for bit: Llama's (torch.rms_norm in the
+    model's dtype computes the fp32 statistics and rounds once, as the pow/mean/rsqrt sequence; then the weight)
+    or Gemma's (the fp32 result times 1 + weight, then rounded; 1 + weight computed once)."""
 
-    def __init__(self, mod: torch.nn.Module, gemma: bool):
-        eps = getattr(mod, "variance_epsilon", None)
-        self.eps = float(mod.eps if eps is None else eps)
+    def __init__(self, mod: torch.nn.Module, eps: float, gemma: bool):
+        self.eps = eps
         self.gemma = gemma
         self.w = 1.0 + mod.weight.detach().float() if gemma else mod.weight
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
-        return (n * self.w).to(x.dtype) if self.gemma else self.w * n.to(x.dtype)
+        if self.gemma:
+            return (torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps) * self.w).to(x.dtype)
+        return self.w * torch.rms_norm(x, (x.shape[-1],), None, self.eps)
 
 
 class _Linear:
@@ -74,125 +103,136 @@ class _Linear:
             biases = [m.bias for m in mods]
             self.bias = None if all(b is None for b in biases) else torch.cat(
                 [b if b is not None else m.weight.new_zeros(m.out_features) for b, m in zip(biases, mods)])
+        self.dtype = mods[0].weight.dtype
+        self.one = mods[0] if len(mods) == 1 else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.int4 is not None and x.dtype == self.mods[0].weight.dtype:
+        if self.int4 is not None and x.dtype == self.dtype:
             y = int4_products(x, self.int4)
             return y if self.bias is None else y + self.bias
-        if len(self.mods) == 1:
-            return self.mods[0](x)
+        if self.one is not None:
+            return self.one(x)
         return torch.cat([m(x) for m in self.mods], -1)
 
 
 class _Layer:
-    """One decoder layer's weights, norms and attention settings, gathered once."""
+    """One decoder layer's weights, norms and attention settings, gathered once from its architecture's row."""
 
-    def __init__(self, layer: torch.nn.Module, cfg, gemma: bool, per_type_rope: bool):
+    def __init__(self, layer: torch.nn.Module, i: int, cfg, arch: Arch):
         att, mlp = layer.self_attn, layer.mlp
-        self.in_norm = _Norm(layer.input_layernorm, gemma)
+        eps, gemma = float(cfg.rms_norm_eps), arch.gemma_norms
+        self.in_norm = _Norm(layer.input_layernorm, eps, gemma)
         if gemma:  # Gemma normalizes the attention's and the MLP's outputs too
-            self.att_out_norm = _Norm(layer.post_attention_layernorm, gemma)
-            self.mlp_norm = _Norm(layer.pre_feedforward_layernorm, gemma)
-            self.mlp_out_norm = _Norm(layer.post_feedforward_layernorm, gemma)
+            self.att_out_norm = _Norm(layer.post_attention_layernorm, eps, gemma)
+            self.mlp_norm = _Norm(layer.pre_feedforward_layernorm, eps, gemma)
+            self.mlp_out_norm = _Norm(layer.post_feedforward_layernorm, eps, gemma)
         else:
             self.att_out_norm = self.mlp_out_norm = None
-            self.mlp_norm = _Norm(layer.post_attention_layernorm, gemma)
-        self.qkv = _Linear([att.qkv_proj] if hasattr(att, "qkv_proj") else [att.q_proj, att.k_proj, att.v_proj])
+            self.mlp_norm = _Norm(layer.post_attention_layernorm, eps, gemma)
+        self.qkv = _Linear([getattr(att, n) for n in arch.qkv])
         self.o = _Linear([att.o_proj])
-        self.gate_up = _Linear([mlp.gate_up_proj] if hasattr(mlp, "gate_up_proj") else [mlp.gate_proj, mlp.up_proj])
+        self.gate_up = _Linear([getattr(mlp, n) for n in arch.gate_up])
         self.down = _Linear([mlp.down_proj])
-        self.act = mlp.act_fn if hasattr(mlp, "act_fn") else mlp.activation_fn
-        qn, kn = getattr(att, "q_norm", None), getattr(att, "k_norm", None)  # Qwen3, Gemma 3: RMSNorm over each head
-        self.qk_norm = None if qn is None else (_Norm(qn, gemma), _Norm(kn, gemma))
+        self.act = getattr(mlp, arch.act)
+        self.qk_norm = (_Norm(att.q_norm, eps, gemma), _Norm(att.k_norm, eps, gemma)) if arch.qk_norm else None
         self.scaling = float(att.scaling)
-        self.softcap = getattr(att, "attn_logit_softcapping", None)  # Gemma 2
-        # the keys a query sees, as the model's masks: a per-layer window (Gemma, Qwen2), the config's for every
-        # layer (Mistral, Phi-3) or none
-        self.window = att.sliding_window if hasattr(att, "sliding_window") else getattr(cfg, "sliding_window", None)
-        self.rope_type = getattr(att, "layer_type", None) if per_type_rope else None  # Gemma 3: RoPE per layer type
-        self.layer_idx = att.layer_idx
+        self.softcap = float(cfg.attn_logit_softcapping) if arch.softcap and cfg.attn_logit_softcapping else None
+        types = getattr(cfg, "layer_types", None)
+        typ = types[i] if types else None
+        sliding = arch.window == "all" or (arch.window == "typed" and typ == "sliding_attention")
+        self.window = getattr(cfg, "sliding_window", None) if sliding else None  # the keys a query sees
+        self.rope_type = typ if arch.rope_per_type else None
+        self.layer_idx = i
+
+
+def _has(mod: torch.nn.Module, names: list[str]) -> bool:
+    return all(hasattr(mod, n) for n in names)
 
 
 class DecodeStep:
     """``step(token, cache) -> hidden`` for one token over an AnswerCache; see the module docstring."""
 
     def __init__(self, model: torch.nn.Module):
-        cfg = model.config
+        cfg = text_config(model)
+        arch = ARCHS[cfg.model_type]
         base = model.model
-        gemma = cfg.model_type in GEMMA
         self.embed = base.embed_tokens  # Gemma's scales its output itself
         self.rotary = base.rotary_emb
-        per_type = "layer_type" in inspect.signature(self.rotary.forward).parameters
-        self.norm = _Norm(base.norm, gemma)
-        self.layers = [_Layer(layer, cfg, gemma, per_type) for layer in base.layers]
+        self.norm = _Norm(base.norm, float(cfg.rms_norm_eps), arch.gemma_norms)
+        self.layers = [_Layer(layer, i, cfg, arch) for i, layer in enumerate(base.layers)]
         self.rope_types = sorted({L.rope_type for L in self.layers}, key=str)
-        att = base.layers[0].self_attn
         self.hq = cfg.num_attention_heads
         self.hkv = cfg.num_key_value_heads
-        self.d = int(att.head_dim)
+        self.d = int(base.layers[0].self_attn.head_dim)
+        self._swap: dict[int, torch.Tensor] = {}  # rotated dims R -> the index order of rotate_half's halves
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
-        """The model is one of the supported architectures, built the way this step assumes."""
+        """The model's type has a row in ARCHS and its layers hold what the row names."""
         cfg = getattr(model, "config", None)
         base = getattr(model, "model", None)
-        if cfg is None or base is None or getattr(cfg, "model_type", None) not in SUPPORTED:
+        arch = ARCHS.get(getattr(text_config(cfg), "model_type", None)) if cfg is not None else None
+        if arch is None or base is None or not _has(base, ["rotary_emb", "embed_tokens", "norm", "layers"]):
             return False
-        if not hasattr(base, "rotary_emb") or not hasattr(base, "layers") or not len(base.layers):
+        if not len(base.layers) or getattr(text_config(cfg), "rms_norm_eps", None) is None:
             return False
-        names = dict(base.layers[0].named_modules())
-        need = ["self_attn.o_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"]
-        need += ["self_attn.qkv_proj"] if "self_attn.qkv_proj" in names else [
-            "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
-        need += ["mlp.gate_up_proj"] if "mlp.gate_up_proj" in names else ["mlp.gate_proj", "mlp.up_proj"]
-        if cfg.model_type in GEMMA:
-            need += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
-        mlp = names.get("mlp")
-        return all(n in names for n in need) and (hasattr(mlp, "act_fn") or hasattr(mlp, "activation_fn"))
+        norms = ["input_layernorm", "post_attention_layernorm"]
+        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"] if arch.gemma_norms else []
+        for layer in base.layers:
+            att, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+            if att is None or mlp is None or not _has(layer, norms) or not _has(mlp, [*arch.gate_up, "down_proj", arch.act]):
+                return False
+            if not _has(att, [*arch.qkv, "o_proj", "scaling", "head_dim"] + (["q_norm", "k_norm"] if arch.qk_norm else [])):
+                return False
+        return True
 
     def usable(self, cache) -> bool:
         """The cache is an AnswerCache (its buffers are what the step attends over)."""
-        from .decode import AnswerCache
-
         return isinstance(cache, AnswerCache)
 
     def _rope(self, x: torch.Tensor, pos: int) -> dict:
-        """RoPE tables for position `pos`, once per token for each layer type: {type: (cos, sin_rot)}, (1, R) each
-        (R = the rotated dims: all of a head's, or the first ones with partial rotary, Phi-3)."""
+        """RoPE tables for position `pos`, once per token for each layer type: {type: (cos, sin_rot, swap)}, cos and
+        sin_rot (1, R) (R = the rotated dims: all of a head's, or the first ones with partial rotary, Phi-3);
+        rotate_half(x) * sin == x[:, swap] * sin_rot."""
         at = torch.tensor([[pos]], device=x.device)
         out = {}
         for t in self.rope_types:
             cos, sin = self.rotary(x[None], at) if t is None else self.rotary(x[None], at, t)  # (1, 1, R) each
             cos, sin = cos[0], sin[0]
-            half = cos.shape[-1] // 2
-            out[t] = (cos, torch.cat((-sin[:, :half], sin[:, half:]), -1))  # rotate_half(x) sin == swap(x) sin_rot
+            r = cos.shape[-1]
+            half = r // 2
+            swap = self._swap.get(r)
+            if swap is None:
+                swap = self._swap[r] = torch.cat([torch.arange(half, r), torch.arange(half)]).to(x.device)
+            out[t] = (cos, torch.cat((-sin[:, :half], sin[:, half:]), -1), swap)
         return out
 
     @torch.inference_mode()
-    def __call__(self, token: int, cache) -> torch.Tensor:
+    def __call__(self, token: int, cache: AnswerCache) -> torch.Tensor:
         """Run `token` through every layer, appending its keys/values to `cache`; returns the final-norm hidden
         state (1, d) in the model's dtype (the LM head's input)."""
         dev = self.embed.weight.device
         hq, hkv, d = self.hq, self.hkv, self.d
+        nqk = (hq + hkv) * d
         x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
         rope = self._rope(x, cache.get_seq_length())
         tails, filled = {}, -1  # the masks over the buffer's rows per window, shared by the layers
         for L in self.layers:
-            h = L.in_norm(x)
-            qkv = L.qkv(h)[0]  # ((Hq + 2 Hkv) * D,)
-            qk = qkv[:(hq + hkv) * d].view(hq + hkv, d)  # queries then keys, one row per head
-            v = qkv[(hq + hkv) * d:].view(1, hkv, 1, d)
+            qkv = L.qkv(L.in_norm(x))[0]  # ((Hq + 2 Hkv) * D,)
+            qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
             if L.qk_norm is not None:
                 qk = torch.cat([L.qk_norm[0](qk[:hq]), L.qk_norm[1](qk[hq:])])
-            cos, sin_rot = rope[L.rope_type]
+            cos, sin_rot, swap = rope[L.rope_type]
             r = cos.shape[-1]
-            rot = qk if r == d else qk[:, :r]
-            rot = rot * cos + rot.reshape(-1, 2, r // 2).flip(1).view(-1, r) * sin_rot  # x cos + rotate_half(x) sin
-            qk = rot if r == d else torch.cat([rot, qk[:, r:]], -1)
-            layer = cache.layers[L.layer_idx]
-            layer.update(qk[hq:].view(1, hkv, 1, d), v)
-            keys, values = layer.buffers()  # (1, Hkv, capacity, D): contiguous, rows past n + 1 are zeros
-            cap, n = keys.shape[2], layer.keys.shape[-2]
+            if r == d:
+                qk = qk * cos + qk.index_select(1, swap) * sin_rot  # x cos + rotate_half(x) sin
+            else:  # partial rotary: the first R dims of each head
+                rot = qk[:, :r]
+                qk = torch.cat([rot * cos + rot.index_select(1, swap) * sin_rot, qk[:, r:]], -1)
+            # (Hkv, capacity, D) each, contiguous: rows past n are zeros
+            keys, values, n = cache.layers[L.layer_idx].append_row(qk[hq:].view(hkv, 1, d),
+                                                                   qkv[nqk:].view(hkv, 1, d))
+            cap = keys.shape[1]
             if filled != n or tails[None].shape[-1] != cap:
                 full = torch.zeros(cap, device=dev)
                 full[n:] = float("-inf")  # (capacity,): the unfilled rows get no attention
@@ -202,14 +242,7 @@ class DecodeStep:
                 tail = tails[L.window] = tails[None].clone()
                 tail[:max(0, n - L.window)] = float("-inf")
             q = qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
-            # q @ K^T over the whole contiguous buffer: no copy of K or V (a prefix view would be copied whole)
-            logits = torch.bmm(q, keys[0].transpose(-1, -2))  # (Hkv, G, capacity)
-            if L.softcap is None:
-                s = torch.add(tail, logits, alpha=L.scaling)  # fp32
-            else:
-                s = torch.tanh(logits.float() * L.scaling / L.softcap) * L.softcap + tail
-            p = torch.softmax(s, dim=-1).to(values.dtype)  # fp32 softmax
-            a = L.o(torch.bmm(p, values[0]).view(1, hq * d))  # (Hkv, G, D) -> (1, d_model)
+            a = L.o(one_row(q, keys, values, tail, L.scaling, L.softcap).view(1, hq * d))  # (1, d_model)
             x = x + (a if L.att_out_norm is None else L.att_out_norm(a))
             gu = L.gate_up(L.mlp_norm(x))
             i = gu.shape[-1] // 2
@@ -219,9 +252,16 @@ class DecodeStep:
 
 
 def for_model(model: torch.nn.Module) -> DecodeStep | None:
-    """The model's DecodeStep, built once and kept on the model; None for unsupported architectures."""
-    step = getattr(model, "_infinipot_decode_step", None)
+    """The model's DecodeStep, built once and kept on the model; None for unsupported architectures and while
+    :func:`enable` has turned it off."""
+    step = getattr(model, _ATTR, None)
     if step is None:
         step = DecodeStep(model) if DecodeStep.supports(model) else False
-        model._infinipot_decode_step = step
+        setattr(model, _ATTR, step)
     return step or None
+
+
+def enable(model: torch.nn.Module, on: bool = True) -> None:
+    """Answer through the decode step (on, the default: built again on next use) or through the model's forward
+    (off) — the reference the step is compared with."""
+    setattr(model, _ATTR, None if on else False)

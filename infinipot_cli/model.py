@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import inspect
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ import torch
 
 from . import models as found
 from .errors import ModelError, UsageError
+from .compat import with_cache  # noqa: F401 - re-exported for callers of the model
 from .models import cache_dir  # noqa: F401 - re-exported: the cache lives in models.py (no torch there)
 
 BUILTIN_NAME = "smollm2-135m"
@@ -311,17 +311,6 @@ def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     if dtype not in DTYPES:
         raise UsageError(f"unknown dtype {dtype!r} (use auto, float32, bfloat16 or float16)")
     return DTYPES[dtype]
-
-
-@functools.lru_cache(maxsize=None)
-def _cache_arg(cls: type) -> str:
-    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
-
-
-def with_cache(module: torch.nn.Module, cache) -> dict:
-    """{name: cache} for a model's forward: transformers 5.24 renamed `past_key_values` to `cache` (the old name
-    warns on every call there and goes in 5.40); earlier 5.x only know `past_key_values`."""
-    return {_cache_arg(type(module)): cache}
 
 
 def dtype_warning(device: torch.device, dtype: torch.dtype) -> str | None:

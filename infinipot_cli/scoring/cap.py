@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..devices import sync
-from ..split_attention import split_causal
+from ..attention import grouped_probs, math_attention, one_row_attention, rows_mask, split_causal
 
 _BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
 
@@ -84,45 +84,6 @@ def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None
         _ACTIVE = prev
 
 
-def _group_logits(module, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float,
-                  softcap: float | None) -> torch.Tensor:
-    """Attention probabilities of some query rows, GQA-grouped without repeating K.
-
-    query: (B, Hq, R, D); key: (B, Hkv, S, D); mask: (B|1, 1|Hq, R, S) bool (True = attend) or additive float.
-    Returns probabilities (B, Hkv, G, R, S) in float32.
-    """
-    b, hq, r, d = query.shape
-    hkv, s = key.shape[1], key.shape[2]
-    g = hq // hkv
-    q = query.reshape(b, hkv, g * r, d).float()  # query head h*g+j belongs to KV head h (repeat_kv order)
-    logits = torch.matmul(q, key.float().transpose(-1, -2)) * scaling  # (B, Hkv, G*R, S)
-    logits = logits.view(b, hkv, g, r, s)
-    if softcap is not None:
-        logits = torch.tanh(logits / softcap) * softcap
-    return torch.softmax(_masked(logits, mask), dim=-1)
-
-
-def _masked(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """GQA-grouped logits (B, Hkv, G, R, S) with an attention mask (B|1, 1|Hq, R, S) applied: bool (True =
-    attend) or additive float."""
-    if mask is None:
-        return logits
-    b, hkv, g, r, s = logits.shape
-    m = mask.unsqueeze(1) if mask.shape[1] == 1 else mask.reshape(mask.shape[0], hkv, g, r, s)
-    return logits.masked_fill(~m, float("-inf")) if m.dtype == torch.bool else logits + m.float()
-
-
-def _rows_mask(mask: torch.Tensor | None, q_len: int, kv_len: int, first: int, last: int,
-               device) -> torch.Tensor:
-    """The mask rows [first, last) of the query block; builds the causal mask when SDPA ran mask-free."""
-    if mask is not None and mask.dim() == 4:  # flash-attention passes None or a 2D padding mask instead
-        return mask[..., first:last, :]
-    # No mask means plain causal alignment with the end of the keys (queries are the last q_len positions).
-    q_pos = torch.arange(first, last, device=device) + (kv_len - q_len)
-    k_pos = torch.arange(kv_len, device=device)
-    return (k_pos[None, :] <= q_pos[:, None])[None, None]  # (1, 1, R, S)
-
-
 def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None,
            scaling: float | None, softcap: float | None) -> torch.Tensor | None:
     """Compute the captured rows for this layer (called by the attention wrapper). Returns their probabilities
@@ -142,15 +103,15 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
             total = None
             for start in range(0, q_len, _BLOCK_ROWS):
                 stop = min(q_len, start + _BLOCK_ROWS)
-                m = _rows_mask(attention_mask, q_len, kv_len, start, stop, query.device)
-                p = _group_logits(module, query[:, :, start:stop], key, m, scaling, softcap)
+                m = rows_mask(attention_mask, q_len, kv_len, start, stop, query.device)
+                p = grouped_probs(query[:, :, start:stop], key, m, scaling, softcap)
                 part = p.sum(dim=(2, 3))[0]  # (Hkv, S)
                 total = part if total is None else total + part
             cap.scores[module.layer_idx] = total
         else:
             r = min(cap.rows, q_len)
-            m = _rows_mask(attention_mask, q_len, kv_len, q_len - r, q_len, query.device)
-            p = _group_logits(module, query[:, :, q_len - r:], key, m, scaling, softcap)  # (B, Hkv, G, r, S)
+            m = rows_mask(attention_mask, q_len, kv_len, q_len - r, q_len, query.device)
+            p = grouped_probs(query[:, :, q_len - r:], key, m, scaling, softcap)  # (B, Hkv, G, r, S)
             cap.scores[module.layer_idx] = p.sum(dim=(2, 3))[0]  # (Hkv, S)
             if cap.focus is not None and r == cap.rows:
                 f0, f1 = cap.focus
@@ -159,45 +120,6 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
     sync(query.device)
     cap.seconds += time.perf_counter() - t0
     return p if p is not None and p.shape[3] == q_len else None
-
-
-def _math_attention(module, query, key, value, attention_mask, scaling, softcap, probs=None):
-    """Plain attention with logit soft-capping (Gemma 2), which SDPA does not support; `probs` (B, Hkv, G, R, S):
-    the probabilities already computed for the capture."""
-    b, hq, q_len, d = query.shape
-    hkv = key.shape[1]
-    if scaling is None:
-        scaling = d ** -0.5
-    if probs is None:
-        m = _rows_mask(attention_mask, q_len, key.shape[2], 0, q_len, query.device)
-        probs = _group_logits(module, query, key, m, scaling, softcap)
-    p = probs.to(value.dtype)  # (B, Hkv, G, R, S)
-    out = torch.matmul(p.reshape(b, hkv, -1, key.shape[2]), value)  # (B, Hkv, G*R, Dv)
-    out = out.view(b, hq, q_len, value.shape[-1])
-    return out.transpose(1, 2).contiguous(), None
-
-
-def one_row_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                      attention_mask: torch.Tensor | None, scaling: float | None):
-    """Attention of a single query row (decoding on the CPU): GQA-grouped batched products in the model's dtype
-    (fp32 accumulation inside the GEMM), the softmax in fp32, no mask when none is given (one last row attends to
-    every key). query: (B, Hq, 1, D); key/value: (B, Hkv, S, D). Returns (B, 1, Hq, Dv).
-
-    K @ q^T reads K's rows in place, where q @ K^T over a cache view made PyTorch copy K whole. Over a view of a
-    preallocated cache the batched products still copy (its heads are not S rows apart); decode_step.py avoids
-    that by attending over the whole buffer."""
-    b, hq, _, d = query.shape
-    hkv, s, dv = key.shape[1], key.shape[2], value.shape[-1]
-    g = hq // hkv
-    if scaling is None:
-        scaling = d ** -0.5
-    mask = attention_mask[..., -1:, :] if attention_mask is not None and attention_mask.dim() == 4 else None
-    q = query.reshape(b * hkv, g, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
-    logits = torch.bmm(key.flatten(0, 1), q.transpose(-1, -2))  # (B*Hkv, S, G)
-    logits = logits.transpose(-1, -2).float().view(b, hkv, g, 1, s) * scaling
-    p = torch.softmax(_masked(logits, mask), dim=-1).to(value.dtype).view(b * hkv, g, s)
-    out = torch.bmm(p, value.flatten(0, 1))  # (B*Hkv, G, Dv)
-    return out.reshape(b, 1, hq, dv), None
 
 
 def _make_wrapper(base_name: str):
@@ -212,7 +134,7 @@ def _make_wrapper(base_name: str):
         # every query row was captured (the final distillation's catalyst): attend with those probabilities
         # rather than a second time; SDPA's masks are materialized, so they were the exact ones
         if base_name == "sdpa" and (softcap is not None or probs is not None):
-            return _math_attention(module, query, key, value, attention_mask, scaling, softcap, probs)
+            return math_attention(query, key, value, attention_mask, scaling, softcap, probs)
         # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
         if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
             return one_row_attention(query, key, value, attention_mask, scaling)
