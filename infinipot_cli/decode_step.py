@@ -62,9 +62,10 @@ ARCHS: dict[str, Arch] = {
 
 
 class _Norm:
-    """One RMSNorm's arithmetic in fewer operations, the same values bit for bit: Llama's (torch.rms_norm in the
-    model's dtype computes the fp32 statistics and rounds once, as the pow/mean/rsqrt sequence; then the weight)
-    or Gemma's (the fp32 result times 1 + weight, then rounded; 1 + weight computed once)."""
+    """One RMSNorm's arithmetic in fewer operations, the same values bit for bit (torch.rms_norm on fp32 is one
+    fused kernel computing the pow/mean/rsqrt sequence; on bf16 it would be that sequence, op by op): Llama's (fp32
+    statistics, rounded to the model dtype, then the weight) or Gemma's (the fp32 result times 1 + weight, then
+    rounded; 1 + weight computed once)."""
 
     def __init__(self, mod: torch.nn.Module, eps: float, gemma: bool):
         self.eps = eps
@@ -72,9 +73,8 @@ class _Norm:
         self.w = 1.0 + mod.weight.detach().float() if gemma else mod.weight
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gemma:
-            return (torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps) * self.w).to(x.dtype)
-        return self.w * torch.rms_norm(x, (x.shape[-1],), None, self.eps)
+        n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
+        return (n * self.w).to(x.dtype) if self.gemma else self.w * n.to(x.dtype)
 
 
 class _Linear:

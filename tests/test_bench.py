@@ -361,6 +361,23 @@ def test_speed_table_shows_gpu_peak_only_for_gpu_runs():
     assert "cuda:0 (NVIDIA H100)" in speed_header([gpu])
 
 
+def test_speed_reports_the_time_to_a_complete_answer():
+    from rich.console import Console
+
+    from infinipot_cli.evaluate.report import speed_table
+    from infinipot_cli.evaluate.speed import complete_answer_s
+
+    times = complete_answer_s(0.5, 60.0)  # the first token, then 29 / 299 more at 60 tok/s
+    assert times == {"30": round(0.5 + 29 / 60, 2), "300": round(0.5 + 299 / 60, 2)}
+    assert complete_answer_s(0.5, None) is None
+    run = {"method": "plain", "length_target": 1024, "length": 1024, "skipped": None, "read_tok_s": 100.0,
+           "timings": {"read_s": 1.0}, "ttft_s": 0.5, "gen_tok_s": 60.0, "peak_rss_mb": 900.0, "kv_bytes": 2**20,
+           "kv_peak_bytes": 2**21, "complete_answer_s": times}
+    con = Console(width=250, record=True)
+    con.print(speed_table([run]))
+    assert "1.0 / 5.5" in con.export_text()
+
+
 def test_synthetic_refuses_what_memory_cannot_hold(monkeypatch):
     """An 8B model in fp32 on a small host: one clear error before anything is allocated."""
     from infinipot_cli.evaluate import synthetic

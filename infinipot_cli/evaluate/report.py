@@ -150,11 +150,17 @@ def speed_header(runs: list[dict]) -> str:
             f"generation over {', '.join(map(str, gen)) or '-'} tokens (stop tokens ignored)")
 
 
+def _answer_times(times: dict | None) -> str:
+    """complete_answer_s {"30": s, "300": s} -> "0.9 / 5.1"."""
+    return " / ".join(f"{v:.1f}" for v in times.values()) if times else "-"
+
+
 def speed_table(runs: list[dict]) -> Table:
     t = Table(title="Read speed and memory", title_justify="left")
     for name, just in (("method", "left"), ("length", "right"), ("read tok/s", "right"), ("read s", "right"),
                        ("fwd", "right"), ("NuC", "right"), ("CaP", "right"), ("sel", "right"), ("rerot", "right"),
                        ("disp", "right"), ("other", "right"), ("TTFT s", "right"), ("gen tok/s", "right"),
+                       ("30/300-tok answer s", "right"),
                        ("peak RSS MB", "right"), ("read RSS MB", "right"), ("KV MB", "right"),
                        ("peak KV MB", "right")):
         t.add_column(name, justify=just)
@@ -165,7 +171,7 @@ def speed_table(runs: list[dict]) -> Table:
         length = fmt_tokens(r.get("length") or r["length_target"])
         if r.get("skipped") or r.get("error"):
             why = r["skipped"].split(":")[0] if r.get("skipped") else "error"
-            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * (15 if gpu else 14))
+            t.add_row(r["method"], fmt_tokens(r["length_target"]), f"[dim]{why}[/dim]", *[""] * (16 if gpu else 15))
             continue
         tm = r["timings"]
         rs = tm["read_s"]
@@ -173,6 +179,7 @@ def speed_table(runs: list[dict]) -> Table:
                   *(_pct(tm.get(k, 0.0), rs) for k in ("forward", "nuc", "cap", "select", "rerotate", "display",
                                                        "other")),
                   f"{r['ttft_s']:.2f}", f"{r['gen_tok_s']:.1f}" if r.get("gen_tok_s") else "-",
+                  _answer_times(r.get("complete_answer_s")),
                   f"{r['peak_rss_mb']:,.0f}", f"{r['read_rss_mb']:,.0f}" if r.get("read_rss_mb") else "-",
                   f"{r['kv_bytes'] / 2**20:,.1f}", f"{r['kv_peak_bytes'] / 2**20:,.1f}",
                   *([f"{r['gpu_peak_mb']:,.0f}" if r.get("gpu_peak_mb") is not None else "-"] if gpu else []))

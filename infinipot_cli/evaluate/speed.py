@@ -228,10 +228,22 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     rec["kv_per_token"] = kv_bytes_per_token(lm.model)
     rec["kv_peak_bytes"] = rec["peak_entries"] * rec["kv_per_token"]
     rec["gpu_peak_mb"] = peak_mb(dev)  # weights included, as in peak RSS; None off CUDA
+    rec["complete_answer_s"] = complete_answer_s(rec["ttft_s"], rec.get("gen_tok_s"))
     if progress is not None:
         progress.cur = rec["length"]
         progress.finish(f"{rec['read_tok_s']} tok/s")
     return rec
+
+
+ANSWER_LENGTHS = (30, 300)  # a short answer and a summary, in tokens
+
+
+def complete_answer_s(ttft_s: float, tok_s: float | None) -> dict[str, float] | None:
+    """Seconds from the end of the read to a complete answer of each ANSWER_LENGTHS tokens: the first token's
+    time plus the rest at the measured generation rate (over the run's own gen_tokens)."""
+    if not tok_s:
+        return None
+    return {str(n): round(ttft_s + (n - 1) / tok_s, 2) for n in ANSWER_LENGTHS}
 
 
 def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress) -> dict:
