@@ -4,11 +4,14 @@ An answer is written over the text the pot holds after the question's last disti
 re-encoded, docs/design.md). Which of those entries the answer drew on is read off the model itself: one
 forward of [header | kept text | prompt | answer] captures the attention of the answer's rows over the kept
 text (scoring/cap.py, the CaP capture, §3.3.1 Eq. 2, with the answer's rows in place of the catalyst's), in
-the deeper half of the layers. The kept text is cut into units (sentences, and lines: man pages and
-changelogs are lines), each unit scored by the attention its tokens get, combined with the plain word
-overlap of the question and the answer with it (`RULES`; measured in docs/results/qa.md). The best units,
-each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES passages, about
-MAX_WORDS words in all.
+the deeper half of the layers. The document as read (the pot and its archive hold every token) is cut into
+units (sentences, and lines: man pages and changelogs are lines), each unit scored by the attention its
+tokens got from the answer (0 for text the answer did not see) plus the plain word overlap of the question
+and the answer with it, each scaled to its maximum (rule "document"; the other RULES rank the kept text
+alone; measured in docs/results/qa.md: the answer's attention alone found the answer's passage least often).
+The best units, each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES
+passages, about MAX_WORDS words in all. The evidence is there for a reader to check the answer against, so
+it may show the passage that holds the answer when the model's answer missed it.
 
 Each passage is located with the engine's provenance (reader.py labels every piece: "p. 12 · Title",
 "ch. 3 · Title", "§ Title", "line 40") and the sources' token counts (which file). A text file's label is
@@ -38,7 +41,7 @@ MAX_WORDS = 120          # words in all the passages together, about
 UNIT_TOKENS = 40         # a unit (sentence / line) is cut into pieces of at most this many tokens
 FROM_DEPTH = 0.5         # attention is read from the layers at this depth and deeper (where CaP reads it)
 RULES = ("attention", "relevance", "words", "combined", "document")
-DEFAULT_RULE = "combined"
+DEFAULT_RULE = "document"  # measured best on bench qa (docs/results/qa.md); attention alone was the worst
 MAX_DOCUMENT_TOKENS = 4_000_000  # "document": longer documents are ranked over the kept text only
 _LOC = {"page": re.compile(r"p\. (\S+)"), "chapter": re.compile(r"ch\. (\d+)"), "line": re.compile(r"line (\d+)")}
 

@@ -278,6 +278,7 @@ def qa_cmd(
                                                       "(questions, acceptable answers, the gold passage)."),
     docs: Optional[str] = typer.Option(None, "--docs", help="Comma-separated document ids (default: all)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many questions per document."),
+    ids: Optional[str] = typer.Option(None, "--ids", help="Comma-separated question ids: only these questions."),
     flows: str = typer.Option("direct,read-then-ask", "--flows",
                               help="Comma-separated: direct (ask DOC Q: one read per question, the question as the "
                                    "catalyst), read-then-ask (one read, saved pot, every question asked from it)."),
@@ -322,7 +323,8 @@ def qa_cmd(
 
     try:
         cfg = QAConfig(corpus=corpus, docs=[d.strip() for d in docs.split(",") if d.strip()] if docs else None,
-                       limit=limit, flows=parse(flows, FLOWS, "--flows"),
+                       limit=limit, ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                       flows=parse(flows, FLOWS, "--flows"),
                        baselines=parse(baselines, BASELINES, "--baselines"), max_tokens=max_tokens,
                        direct_max_tokens=direct_max_tokens, method=method, pot_size=pot_size, keep=keep,
                        final_keep=final_keep, max_new_tokens=max_new_tokens,

@@ -49,6 +49,7 @@ class QAConfig:
     corpus: Path
     docs: list[str] | None = None
     limit: int | None = None
+    ids: list[str] | None = None         # only these questions
     flows: list[str] = field(default_factory=lambda: list(FLOWS))
     baselines: list[str] = field(default_factory=lambda: list(BASELINES))
     max_tokens: int | None = None        # documents longer than this (approx. tokens) are skipped
@@ -101,7 +102,7 @@ def pick(table: dict, questions: list[dict], cfg: QAConfig) -> list[tuple[dict, 
             continue
         if cfg.max_tokens and doc.get("approx_tokens", 0) > cfg.max_tokens:
             continue
-        qs = [q for q in questions if q["doc"] == did][:cfg.limit or None]
+        qs = [q for q in questions if q["doc"] == did and (not cfg.ids or q["id"] in cfg.ids)][:cfg.limit or None]
         if qs:
             out.append((doc, qs))
     return out
