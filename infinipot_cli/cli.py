@@ -371,19 +371,32 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             save()
 
         answer = ""
+        grounded = None  # the answer's evidence and support check (ask)
         t_ans = time.perf_counter()
         if kind in ("ask", "summarize"):
             from .stopping import StopStream, stopper_for
 
             stopper = stopper_for(kind)  # a question ends at its first sentence; both end on a loop
-            stream = None if o.json_out else StopStream(stopper, _stdout_writer())
+            # an answer is checked before stdout shows it (grounding.py); a summary streams
+            stream = None if o.json_out or kind == "ask" else StopStream(stopper, _stdout_writer())
             answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
                                    stop_ids=P.stop_ids(kind), on_text=stream, focus=focus,
                                    should_stop=stopper.should_stop)
             answer = stream.finish() if stream else stopper.trim(answer)
-            if stream:
+            if kind == "ask":
+                from .grounding import ground
+
+                grounded = ground(engine, prompt, question or "", answer,
+                                  [(r.path, r.tokens) for r in records])
+                answer = grounded.answer
+                if not o.json_out:
+                    sys.stdout.write(answer)
+            if stream or (kind == "ask" and not o.json_out):
                 sys.stdout.write("\n")
                 sys.stdout.flush()
+            if grounded is not None and not o.quiet and not o.json_out:
+                for line in grounded.lines():
+                    display.message(line, style="dim")
         answer_s = time.perf_counter() - t_ans
 
     if kind == "chat":
@@ -409,6 +422,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             "fingerprint": fingerprint(lm.model, lm.tokenizer),
             "version": __version__,
         }
+        if grounded is not None:  # "evidence": [{text, source, page | chapter | section | line}], "guess"
+            out.update(grounded.as_json())
         if kind == "read":
             out["pot_file"] = o.save_pot
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")

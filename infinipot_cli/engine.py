@@ -99,6 +99,8 @@ class Engine:
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
         self.recalled = 0                 # tokens the last answer recalled from the archive
+        # (src, tok (N,), header ids): the kept text the last answer was written from (evidence.py reads it)
+        self.answered_from: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
         self._expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
         # (prompt, focus, Capture) of the read's last forward: used once, dropped when the pot changes
         self._prepared: tuple | None = None
@@ -372,6 +374,7 @@ class Engine:
                 target = self._final_target(len(prompt_ids), max_new_tokens, question) if self.recalled else target
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
+            self.answered_from = (*pot.document_entries(), pot.tok[0, 0, :pot.n_pinned].tolist())
             extra = answer_room(len(prompt_ids), max_new_tokens)  # room for the prompt and the answer's start
             fresh = self._reencoded(extra) if cfg.reencode and question else None
             lead: list[int] = []  # kept text still to prefill: it goes in one forward with the prompt

@@ -101,6 +101,20 @@ class MemoryPot:
             out.append(int(keys.shape[-2]) if keys is not None and keys.dim() >= 2 else 0)
         return out
 
+    def document_entries(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(src, tok) (N,) on the CPU: the document entries held (pinned header excluded), in pot order when every
+        head holds the same entries (the default shared selection), else the union of positions in document
+        order (one token id each)."""
+        npin = self.n_pinned
+        src, tok = self.src[..., npin:], self.tok[..., npin:]  # (L, H, N)
+        if src.shape[-1] == 0 or bool((src == src[:1, :1]).all()):
+            s, t = src[0, 0], tok[0, 0]
+        else:
+            s, inv = src.flatten().unique(return_inverse=True)
+            t = torch.zeros_like(s).scatter_(0, inv, tok.flatten())
+        keep = s >= 0
+        return s[keep].cpu(), t[keep].cpu()
+
     # ---- one answer's changes ----------------------------------------------------------------------
     def snapshot(self) -> tuple:
         """A copy of the pot (KV and per-entry metadata) to restore after an answer changed it. One pot's memory."""

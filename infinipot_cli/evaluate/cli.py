@@ -1,7 +1,8 @@
-"""`infinipot bench`: needle-in-a-haystack accuracy and read speed / memory (issue #5).
+"""`infinipot bench`: needle-in-a-haystack accuracy, read speed / memory, real-document questions.
 
     infinipot bench needle --lengths 4k,16k,64k --depths 0.1,0.5,0.9 --methods infinipot,streaming
     infinipot bench speed  --lengths 2k,8k,32k --methods infinipot,plain,prefill
+    infinipot bench qa     --corpus CORPUS --docs gzip-man,tar-man --flows direct,read-then-ask
 
 Tables go to stdout; progress (tokens, tok/s, ETA) to stderr; JSON and PNG files to --out.
 The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
@@ -269,3 +270,90 @@ def speed_cmd(
     con.print(f"plot: {png}")
     if runs and all(r.get("error") for r in runs):
         raise typer.Exit(1)
+
+
+@bench_app.command("qa")
+def qa_cmd(
+    corpus: Path = typer.Option(..., "--corpus", help="A folder with corpus.json (the documents) and questions.json "
+                                                      "(questions, acceptable answers, the gold passage)."),
+    docs: Optional[str] = typer.Option(None, "--docs", help="Comma-separated document ids (default: all)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many questions per document."),
+    ids: Optional[str] = typer.Option(None, "--ids", help="Comma-separated question ids: only these questions."),
+    flows: str = typer.Option("direct,read-then-ask", "--flows",
+                              help="Comma-separated: direct (ask DOC Q: one read per question, the question as the "
+                                   "catalyst), read-then-ask (one read, saved pot, every question asked from it)."),
+    baselines: str = typer.Option("whole,words", "--baselines",
+                                  help="Comma-separated, or none: whole (the whole document in the model's window, "
+                                       "where it fits), words (the best-matching passages by word overlap alone)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1,
+                                             help="Skip documents longer than this (approximate tokens)."),
+    direct_max_tokens: Optional[int] = typer.Option(None, "--direct-max-tokens", min=1,
+                                                    help="Run the direct flow only on documents up to this length."),
+    method: str = typer.Option("infinipot", "--method", help="The pot's method spec (config.py), e.g. "
+                                                             "infinipot+final_keep=1024."),
+    pot_size: int = PotOpt,
+    keep: int = KeepOpt,
+    final_keep: Optional[int] = typer.Option(None, "--final-keep", min=0, help="Entries the question's last "
+                                             "distillation keeps (default: the method's); also the words baseline's "
+                                             "token budget (default 512)."),
+    variants: str = typer.Option("standard", "--variants", help="Comma-separated ways to ask, each from the same "
+                                                               "read: standard (as ask), reshow (the document's "
+                                                               "three best-matching sentences quoted before the "
+                                                               "question), wide (the answer sees 1,024 kept entries "
+                                                               "instead of --final-keep)."),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", min=1, help="Answer length limit."),
+    model: Optional[str] = ModelOpt,
+    device: Optional[str] = DeviceOpt,
+    dtype: Optional[str] = DtypeOpt,
+    threads: Optional[int] = ThreadsOpt,
+    out: Path = typer.Option(Path("bench-results/qa"), "--out", "-o", help="Folder for qa.json and qa.md."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+) -> None:
+    """Real-document questions: answer accuracy, evidence recall, invented content and refusals per document
+    and flow (direct, read-then-ask, and the whole-document and word-overlap baselines)."""
+    from . import report
+    from .qa import BASELINES, FLOWS, VARIANTS, QAConfig, load_corpus, markdown, run_qa, summarize
+
+    def parse(spec: str, allowed, what: str) -> list[str]:
+        got = [p.strip() for p in spec.split(",") if p.strip() and p.strip() != "none"]
+        bad = [p for p in got if p not in allowed]
+        if bad:
+            raise UsageError(f"{what}: unknown {', '.join(bad)}; choose from {', '.join(allowed)}")
+        return got
+
+    try:
+        cfg = QAConfig(corpus=corpus, docs=[d.strip() for d in docs.split(",") if d.strip()] if docs else None,
+                       limit=limit, ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                       flows=parse(flows, FLOWS, "--flows"),
+                       baselines=parse(baselines, BASELINES, "--baselines"), max_tokens=max_tokens,
+                       direct_max_tokens=direct_max_tokens, method=method, pot_size=pot_size, keep=keep,
+                       final_keep=final_keep, max_new_tokens=max_new_tokens,
+                       variants=parse(variants, VARIANTS, "--variants") or ["standard"])
+        _check_pot(pot_size, keep, 1024)
+        load_corpus(corpus)  # a bad folder fails before the model loads
+        lm = _load(model, device, dtype, threads)
+        out.mkdir(parents=True, exist_ok=True)
+        records: list[dict] = []
+        t0 = time.perf_counter()
+        skipped: list[dict] = []
+
+        def doc(done: bool) -> dict:
+            return {"command": "qa", "model": lm.name, "device": str(lm.device),
+                    "dtype": str(lm.dtype).removeprefix("torch."), "config": cfg.describe(), "complete": done,
+                    "elapsed_s": round(time.perf_counter() - t0, 2), "summary": summarize(records),
+                    "skipped": skipped, "records": records}
+
+        def on_record(rec: dict) -> None:  # rewritten after every answer: a long run keeps partial results
+            records.append(rec)
+            report.write_json(out / "qa.json", doc(False))
+
+        skipped.extend(run_qa(lm, cfg, on_record, (lambda m: None) if quiet else (lambda m: typer.echo(m, err=True))))
+        final = doc(True)
+        report.write_json(out / "qa.json", final)
+        md = markdown(final["summary"], final)
+        report.write_text(out / "qa.md", md)
+    except InfinipotError as e:
+        _fail(e)
+        return
+    sys.stdout.write(md)
+    sys.stdout.write(f"records: {out / 'qa.json'}\n")

@@ -67,12 +67,16 @@ def parse_methods(spec: str, allowed: list[str]) -> list[str]:
 
 def write_json(path: Path, obj) -> None:
     """Write JSON atomically (a temp file in the same folder, then rename)."""
+    write_text(path, json.dumps(obj, indent=1) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file atomically (a temp file in the same folder, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
+            f.write(text)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions

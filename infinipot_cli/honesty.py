@@ -1,0 +1,107 @@
+"""Honest answers: an answer that names something the document does not contain is not stated as fact.
+
+A small model asked about a fact its pot no longer holds still answers, and it answers with the same
+confidence: a CVE number, a uid, a person's name taken from nowhere. The checkable part of an answer is its
+*specifics*: numbers ("37", "1.12-1", "CVE-2022-1271"), identifiers ("--rcfile", "asn1_create_element",
+"~/.bashrc") and capitalised names not at the start of a sentence ("Amanda"). When one of them occurs neither
+in the question nor in the text the answer is checked against, the answer is withheld: stdout says
+NOT_SAID, and the model's guess goes to stderr and `--json` (`guess`). An answer without specifics ("the c
+key") cannot be checked this way and stands.
+
+The text checked against is the document as read (`document_text`: the pot and its archive hold every token
+read, archive.py) — or, with scope "context", only the kept text the answer was written from. Both are
+measured in docs/results/qa.md (false refusals against invented content).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+NOT_SAID = "The document does not seem to say."
+SCOPES = ("document", "context")
+DEFAULT_SCOPE = "document"
+MAX_DOCUMENT_TOKENS = 4_000_000  # longer documents are checked against the answer's context only
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
+_IDENT = re.compile(r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[~./]?[\w.-]*[_/][\w./-]*[\w]|[A-Za-z]+\d[\w.-]*|"
+                    r"[a-z]+[A-Z]\w*|\w+(?:\.\w+)+\(?\)?)")
+_WORD = re.compile(r"[A-Z][\w'-]*")
+# Capitalised words that name nothing by themselves (sentence-initial words are skipped anyway)
+COMMON = frozenset("""I A An The This That These Those It Its In On At To For Of And Or But If When Where Which Who
+What Why How Yes No Not None Answer Question Document Text According Section Chapter Page Line Note See Also
+Example Examples Default True False Unix Linux GNU Debian Python Bash Vim Chapter Appendix Table Figure""".split())
+
+
+def _norm_number(s: str) -> str:
+    return s.replace(",", "")
+
+
+def claims(answer: str, question: str = "") -> list[str]:
+    """The specifics of `answer` that the question does not already name: numbers, identifiers, capitalised
+    names (not the first word of a sentence, not in COMMON), in order, without repeats."""
+    asked = question.lower()
+    out: list[str] = []
+
+    def add(c: str) -> None:
+        c = c.strip(".,;:'\"`()[]{}")
+        if len(c) < 2 and not c.isdigit():
+            return
+        if c.lower() in asked or c in out:
+            return
+        out.append(c)
+
+    for m in _NUMBER.finditer(answer):
+        add(m.group(0))
+    for m in _IDENT.finditer(answer):
+        if not _NUMBER.fullmatch(m.group(0)):
+            add(m.group(0))
+    for sent in re.split(r"(?<=[.!?:])\s+|\n", answer):
+        for i, m in enumerate(_WORD.finditer(sent)):
+            w = m.group(0)
+            if m.start() == 0 or w in COMMON or w.isupper() and len(w) <= 1:
+                continue
+            if sent[:m.start()].strip() in ('"', "'", "`", "(", "“"):  # quoted at the sentence start
+                continue
+            add(w)
+    return out
+
+
+def found(claim: str, text: str, lowered: str | None = None) -> bool:
+    """Whether `claim` occurs in `text`: numbers as whole numbers (commas ignored), the rest case-insensitively."""
+    low = lowered if lowered is not None else text.lower()
+    if _NUMBER.fullmatch(claim):
+        n = re.escape(_norm_number(claim))
+        return re.search(rf"(?<![\d]){n}(?!\d)", low.replace(",", "") if "," in claim else low) is not None
+    return claim.lower() in low
+
+
+def unsupported(answer: str, question: str, text: str) -> list[str]:
+    """The specifics of `answer` (claims()) that `text` does not contain."""
+    low = text.lower()
+    return [c for c in claims(answer, question) if not found(c, text, low)]
+
+
+def document_text(engine, limit: int = MAX_DOCUMENT_TOKENS) -> str | None:
+    """The text of the document as read, from the pot and its archive (every token read, with the default
+    shared selection); None when the document is longer than `limit` tokens or some tokens are held by
+    neither."""
+    from .evidence import document_tokens
+
+    n = engine.tokens_read
+    if n > limit:
+        return None
+    ids = document_tokens(engine, 0, n)
+    return engine.tok.decode(ids, skip_special_tokens=True) if ids is not None else None
+
+
+def refused(text: str) -> bool:
+    """Whether an answer says the document does not tell (the model's own refusals and NOT_SAID)."""
+    t = text.lower()
+    return any(p in t for p in ("does not seem to say", "does not say", "does not mention", "not mentioned",
+                                "doesn't mention", "no information", "does not provide", "not specified",
+                                "does not specify", "not stated", "cannot be determined", "not provided"))
+
+
+def first(items: Iterable[str], n: int = 3) -> list[str]:
+    return list(items)[:n]

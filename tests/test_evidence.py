@@ -1,0 +1,186 @@
+"""Evidence with every answer, honest answers, and the `bench qa` scoring: locations, claims, recall."""
+
+import json
+import os
+
+import pytest
+import torch
+
+from infinipot_cli import evidence as ev
+from infinipot_cli import honesty
+from infinipot_cli.evaluate import qa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
+
+
+# ---- locations ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("label,where", [
+    ("p. 12 · 3 Utilities", {"page": "12", "section": "3 Utilities"}),
+    ("p. iv", {"page": "iv"}),
+    ("ch. 3 · Getting started", {"chapter": 3, "section": "Getting started"}),
+    ("§ Chapter 2. Users and Groups", {"section": "Chapter 2. Users and Groups"}),
+    ("line 40", {"line": 40}),
+    ("notes.txt · line 7", {"line": 7}),
+    ("", {}),
+])
+def test_parse_where(label, where):
+    assert ev.parse_where(label) == where
+
+
+def test_source_of_and_provenance():
+    sources = [("a.txt", 10), ("b.pdf", 5)]
+    assert [ev.source_of(p, sources) for p in (0, 9, 10, 14)] == ["a.txt", "a.txt", "b.pdf", "b.pdf"]
+    prov = [(0, "line 1"), (50, "line 30"), (90, "line 61")]
+    assert ev.provenance_at(prov, 49) == (0, "line 1") and ev.provenance_at(prov, 95) == (90, "line 61")
+
+
+def test_passages_widen_within_the_document_and_stay_short():
+    texts = ["Alpha one two.", "Beta three four.", "Gamma five six.", "Delta seven.", "Far away unit."]
+    seg = torch.tensor([0, 0, 1, 1, 2, 2, 3, 4])
+    src = torch.tensor([0, 1, 2, 3, 4, 5, 6, 100])  # unit 4 is not next to unit 3 in the document
+    scores = torch.tensor([0.0, 0.1, 5.0, 0.2, 1.0])
+    out = ev.choose(seg, texts, src, scores, max_passages=2, max_words=16)
+    assert len(out) == 2
+    best, _ = out[0]
+    assert 2 in best and all(abs(a - b) == 1 for a, b in zip(best, best[1:]))  # one contiguous stretch
+    assert sum(len(texts[k].split()) for k in best) <= 8 + 6
+    assert 4 in out[1][0] and 3 not in out[1][0]  # never widened across the gap
+
+
+def test_word_scores_prefer_rare_shared_words():
+    s = ev.word_scores(["the operator user had uid 37", "the user list", "nothing here"], "What uid did operator have?")
+    assert int(s.argmax()) == 0 and float(s[2]) == 0.0
+
+
+# ---- honesty -----------------------------------------------------------------------------------------------
+DOC = "The operator user had uid 37. Squid runs as user proxy. Use --rcfile file. CVE-2022-1271 was fixed in 1.12-1."
+
+
+@pytest.mark.parametrize("answer,bad", [
+    ("The operator user had uid 41.", ["41"]),
+    ("It had uid 37.", []),
+    ("Squid runs as the user Amanda.", ["Amanda"]),
+    ("Squid runs as user proxy.", []),
+    ("The --rcfile option.", []),
+    ("The --norc option.", ["--norc"]),
+    ("It fixed CVE-2022-1271.", []),
+    ("A vulnerability in the GNU Compiler Lite (gcc).", ["Compiler", "Lite"]),  # "gcc": lowercase, unchecked
+    ("The \"c\" key.", []),  # nothing checkable: the answer stands
+])
+def test_unsupported_specifics(answer, bad):
+    assert honesty.unsupported(answer, "Which one?", DOC) == bad
+
+
+def test_words_of_the_question_are_not_claims():
+    assert honesty.claims("Version 1.12-1 fixed it.", "What did version 1.12-1 fix?") == []
+
+
+def test_numbers_match_whole():
+    assert honesty.found("37", "uid 37.") and not honesty.found("3", "uid 37.")
+    assert honesty.found("1,000", "1000 files")
+
+
+def test_refusals_are_recognised():
+    assert honesty.refused(honesty.NOT_SAID) and honesty.refused("The document does not mention it.")
+    assert not honesty.refused("proxy")
+
+
+# ---- bench qa scoring --------------------------------------------------------------------------------------
+def test_answered_and_evidence_hit():
+    q = {"answers": ["proxy"], "passage": "For example, group proxy is used by pdnsd, and squid runs as user proxy."}
+    assert qa.answered("Squid runs as user PROXY.", q["answers"]) and not qa.answered("squid", q["answers"])
+    assert qa.evidence_hit(["and squid runs as user proxy."], q)
+    assert qa.evidence_hit(["For example, group proxy is used by pdnsd, and squid"], {**q, "answers": ["zzz"]})
+    assert not qa.evidence_hit(["pdnsd"], {**q, "answers": ["zzz"]})
+
+
+def test_bm25_and_chunks():
+    chunks = qa.text_chunks([("one two three\nfour five\n" + "x " * 50, "p. 1")])
+    assert len(chunks) == 2 and chunks[0][1] == "p. 1"
+    assert qa.bm25_best(["apples and pears", "the uid of operator", "uid list"], "operator uid?", 2) == [1, 2]
+
+
+def test_summary_rates():
+    def rec(doc, flow, correct, una=False, invented=(), withheld=False, refused=False):
+        return {"doc": doc, "flow": flow, "unanswerable": una, "correct": None if una else correct,
+                "correct_guess": None if una else correct, "in_context": None if una else True,
+                "evidence_recall": {r: (None if una else correct) for r in ev.RULES}, "invented": list(invented),
+                "withheld": withheld, "refused": refused, "answer_s": 1.0}
+    rows = qa.summarize([rec("a", "direct", True), rec("a", "direct", False, invented=["41"], withheld=True,
+                                                            refused=True),
+                         rec("b", "direct", None, una=True, refused=True)])
+    top = next(r for r in rows if r["doc"] == "all")
+    assert top["questions"] == 3 and top["accuracy"] == 0.5 and top["refusal_unanswerable"] == 1.0
+    assert top["invented"] == round(1 / 3, 3) and top["invented_shown"] == 0.0 and top["false_refusal"] == 0.0
+    md = qa.markdown(rows, {"model": "m", "config": {}})
+    assert "| all | direct | 3 | 50 %" in md
+
+
+def test_corpus_errors(tmp_path):
+    from infinipot_cli.errors import UsageError
+
+    with pytest.raises(UsageError, match="corpus.json"):
+        qa.load_corpus(tmp_path)
+    (tmp_path / "corpus.json").write_text(json.dumps([{"id": "d", "path": "d.txt"}]))
+    (tmp_path / "questions.json").write_text(json.dumps([{"id": "q", "doc": "nope", "question": "?"}]))
+    with pytest.raises(UsageError, match="unknown document"):
+        qa.load_corpus(tmp_path)
+
+
+# ---- the built-in model: both flows ------------------------------------------------------------------------
+def _read(lm, pot_size=512, keep=256):
+    from infinipot_cli.config import PotConfig
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.engine import Engine
+    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    P = Prompts(lm.tokenizer)
+    eng = Engine(lm.model, lm.tokenizer, PotConfig(size=pot_size, keep=keep).validate(),
+                 catalyst_ids=P.catalyst("general")[0])
+    eng.pin(P.header_ids())
+    rec = SourceRecord(path=STORY, format="text")
+    read_source(eng, lm.tokenizer, open_source(STORY, "auto"), rec)
+    return P, eng, [(STORY, rec.tokens)]
+
+
+def test_evidence_of_an_answer_in_both_flows(builtin):
+    """The evidence is at most three short passages of the document, each at the line it starts on; a pot
+    saved and loaded back (what `ask --load-pot` reads) gives the same evidence."""
+    from infinipot_cli.engine import Engine
+    from infinipot_cli.grounding import ground
+
+    P, eng, sources = _read(builtin)
+    assert eng.cycles >= 5 and len(eng.archive) > 0
+    q = "What was the keeper's cat called?"
+    prompt, focus = P.ask(q)
+    guess = eng.answer(prompt, "question", 24, P.stop_ids(), focus=focus)
+    g = ground(eng, prompt, q, guess, sources)
+    assert 1 <= len(g.evidence) <= ev.MAX_PASSAGES
+    assert sum(len(p.text.split()) for p in g.evidence) <= ev.MAX_WORDS + 3 * 8
+    lines = open(STORY, encoding="utf-8").read().split("\n")
+    for p in g.evidence:
+        assert p.source == STORY and "line" in p.where
+        assert p.text.split()[0].strip("\"'“") in lines[p.where["line"] - 1], (p.where, p.text)
+    js = g.as_json()
+    assert set(js["evidence"][0]) >= {"text", "source", "line"}
+    # the whole document is recovered from the pot and its archive (the support check reads it)
+    assert honesty.document_text(eng).split() == open(STORY, encoding="utf-8").read().split()
+
+    loaded = Engine.from_state(builtin.model, builtin.tokenizer, *eng.state())
+    guess2 = loaded.answer(prompt, "question", 24, P.stop_ids(), focus=focus)
+    g2 = ground(loaded, prompt, q, guess2, sources)
+    assert guess2 == guess and [p.as_json() for p in g2.evidence] == [p.as_json() for p in g.evidence]
+
+
+def test_an_invented_number_is_withheld(builtin):
+    from infinipot_cli.grounding import ground
+
+    P, eng, sources = _read(builtin)
+    q = "How many steps does the tower have?"
+    prompt, focus = P.ask(q)
+    eng.answer(prompt, "question", 8, P.stop_ids(), focus=focus)
+    g = ground(eng, prompt, q, "The tower has 98765 steps.", sources)  # a guess naming a number not in the text
+    assert g.answer == honesty.NOT_SAID and g.guess.startswith("The tower") and g.unsupported == ["98765"]
+    assert g.as_json()["guess"] == g.guess and any("98765" in line for line in g.lines())
