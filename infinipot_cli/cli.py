@@ -371,15 +371,26 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             save()
 
         answer = ""
+        summary = None
         t_ans = time.perf_counter()
-        if kind in ("ask", "summarize"):
-            from .stopping import StopStream, stopper_for
+        if kind == "summarize":
+            from .summary import write_summary
 
-            stopper = stopper_for(kind)  # a question ends at its first sentence; both end on a loop
+            summary = write_summary(engine, P, o.max_new_tokens, None if o.json_out else _stdout_writer())
+            answer = summary.text
+            if not o.json_out:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        elif kind == "ask":
+            from .controls import answer_controls
+            from .stopping import StopStream
+
+            # a question ends at its first sentence (or a loop) and decodes without repeating itself
+            c = answer_controls(kind, lm.tokenizer, o.max_new_tokens)
+            stopper = c.stopper
             stream = None if o.json_out else StopStream(stopper, _stdout_writer())
-            answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
-                                   stop_ids=P.stop_ids(kind), on_text=stream, focus=focus,
-                                   should_stop=stopper.should_stop)
+            answer = engine.answer(prompt, c.mode, max_new_tokens=c.limit, stop_ids=P.stop_ids(kind), on_text=stream,
+                                   focus=focus, should_stop=stopper.should_stop, logits_fn=c.guard)
             answer = stream.finish() if stream else stopper.trim(answer)
             if stream:
                 sys.stdout.write("\n")
@@ -411,6 +422,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         }
         if kind == "read":
             out["pot_file"] = o.save_pot
+        if summary is not None:
+            out["overview"] = summary.overview
+            out["key_points"] = summary.key_points
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 

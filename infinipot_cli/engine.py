@@ -343,8 +343,10 @@ class Engine:
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], mode: str, max_new_tokens: int = 256, stop_ids: set[int] | None = None,
                on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None,
-               should_stop: Callable[[list[int], str], bool] | None = None) -> str:
+               should_stop: Callable[[list[int], str], bool] | None = None,
+               logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily. mode: "question" or "summary".
+        `logits_fn(gen_ids, logits)` rewrites each next token's logits (repetition.py: no loops).
 
         `should_stop(gen_ids, text)` after each token ends the answer early (stopping.Stopper: a loop, or a
         question's first sentence); the caller trims the text with the same criterion.
@@ -380,7 +382,8 @@ class Engine:
             else:
                 kv = AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
             gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
-                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
+                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text),
+                           logits_fn=logits_fn)
             pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
             final = self.tok.decode(gen, skip_special_tokens=True)
         finally:
