@@ -376,7 +376,8 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         if kind == "summarize":
             from .summary import write_summary
 
-            summary = write_summary(engine, P, o.max_new_tokens, None if o.json_out else _stdout_writer())
+            summary = write_summary(engine, P, o.max_new_tokens, None if o.json_out else _stdout_writer(),
+                                    source=records[0].path if len(records) == 1 else None)
             answer = summary.text
             if not o.json_out:
                 sys.stdout.write("\n")

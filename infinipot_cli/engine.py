@@ -32,6 +32,7 @@ from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
 from .scoring.policies import SelectionInputs, make_policy
 from .scoring.segments import BoundaryTable, unit_starts
+from .spread import spread_select
 
 
 def where_at(provenance: list, index: int) -> str:
@@ -295,10 +296,12 @@ class Engine:
 
     # ---- distillation ---------------------------------------------------------------------------
     @torch.no_grad()
-    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False) -> None:
+    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False, general: bool | None = None
+                 ) -> None:
         """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE. `final`: the
         distillation before an answer, which the answer undoes: it neither counts as a reading cycle nor archives
-        what it evicts (that text is back in the pot after the answer)."""
+        what it evicts (that text is back in the pot after the answer). `general`: the catalyst asks no question
+        (default: the reading catalyst's)."""
         pot, pol = self.pot, self.policy
         S = len(pot)
         npin = pot.n_pinned
@@ -323,7 +326,11 @@ class Engine:
             starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
                               rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
-        chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
+        general = self.catalyst_focus is None if general is None else general
+        if self._spreads(general):  # a general read: the budget shared out over the document (spread.py)
+            chosen = spread_select(pol, inp, pot.src[:1, :1, npin:], self.tokens_read, self.cfg.spread)
+        else:
+            chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
         idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
@@ -338,6 +345,13 @@ class Engine:
         sync(self.device)
         self.timings.rerotate += time.perf_counter() - t1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
+
+    def _spreads(self, general: bool) -> bool:
+        """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
+        InfiniPot policy with `spread` stretches."""
+        pol = self.policy
+        return (bool(self.cfg.spread) and general and pol.catalyst == "prompt" and pol.share
+                and getattr(pol, "segment", 0) > 0 and self.cfg.method in ("infinipot", "cap"))
 
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -461,7 +475,7 @@ class Engine:
             capt = prep[2]
         elif rows:
             _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
-        self._distill(keep, capt, final=True)
+        self._distill(keep, capt, final=True, general=focus is None)
 
     # ---- state (pot files, resume) ---------------------------------------------------------------
     def state(self) -> tuple[dict[str, torch.Tensor], dict]:

@@ -122,11 +122,13 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
     eng.finish()
     read_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    s = write_summary(eng, prompts, cfg.max_new_tokens)
+    s = write_summary(eng, prompts, cfg.max_new_tokens, source=doc["path"])
     answer_s = time.perf_counter() - t1
     row.update({"read_tokens": eng.tokens_read, "read_s": round(read_s, 2), "summary_s": round(answer_s, 2),
                 "ratio": round(answer_s / read_s, 3) if read_s > 0 else None, "cycles": eng.cycles,
                 "summary": s.text, "key_points": s.key_points, **measure(s.text, text, doc.get("parts") or [])})
+    if s.key_points:  # the model's overview alone, measured apart from the extracted key points
+        row["overview_only"] = measure(s.overview, text, doc.get("parts") or [])
     return row
 
 
