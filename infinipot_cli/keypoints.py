@@ -45,10 +45,9 @@ def entry_scores(engine, prompt_ids: list[int]) -> tuple[torch.Tensor, torch.Ten
     if rows and len(pot) + len(cat) <= (engine.cfg.size or 1 << 62):
         _, capt = engine._forward([], cat, rows)  # the catalyst's rows over the pot; its entries are cropped
         if capt.scores:
-            layers = sorted(capt.scores)
-            first = layers[len(layers) // 2]  # the deeper half, as the shared scorer reads it
+            # the layers the policy captures (the shared scorer's: from share_from of the depth on), mean over heads
             cap = torch.stack([capt.scores[l][:, npin:len(pot)].float().mean(0).cpu()
-                               for l in layers if l >= first]).mean(0)
+                               for l in sorted(capt.scores)]).mean(0)
     alpha = float(getattr(engine.cfg, "alpha", 0.5))
     return src, tok, (1 - alpha) * _ranks(cap) + alpha * _ranks(nov)
 
