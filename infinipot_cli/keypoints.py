@@ -64,6 +64,8 @@ def _clean(text: str) -> str | None:
         text = text.lstrip("-*•·,;:) ")
         if not text:
             return None
+    if not re.search(r"[.!?][\"')\u201d\u2019]*$", text):
+        return None  # a piece of a sentence (the pot kept part of it): not a point a reader can check
     if len(words) > MAX_WORDS:
         text = " ".join(text.split()[:MAX_WORDS]) + " …"
     return text

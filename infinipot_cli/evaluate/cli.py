@@ -341,7 +341,7 @@ def summary_cmd(
         rows.append(row)
         write(False)
 
-    run_summary_bench(lm, chosen, cfg, on_row, done={(r["doc"], r["method"]) for r in rows})
+    run_summary_bench(lm, chosen, cfg, on_row, kept=rows)
     write(True)
     typer.echo(markdown_table(rows))
     typer.echo(f"rows: {out / 'summary.json'}\ntable: {out / 'summary.md'}")

@@ -126,23 +126,41 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
     answer_s = time.perf_counter() - t1
     row.update({"read_tokens": eng.tokens_read, "read_s": round(read_s, 2), "summary_s": round(answer_s, 2),
                 "ratio": round(answer_s / read_s, 3) if read_s > 0 else None, "cycles": eng.cycles,
-                "summary": s.text, "key_points": s.key_points, **measure(s.text, text, doc.get("parts") or [])})
-    if s.key_points:  # the model's overview alone, measured apart from the extracted key points
-        row["overview_only"] = measure(s.overview, text, doc.get("parts") or [])
+                "summary": s.text, "overview": s.overview, "key_points": s.key_points})
+    return remeasure(row, text, doc)
+
+
+def content(row: dict) -> str:
+    """What a row's summary says: its key points' sentences and the overview (not the headings and labels)."""
+    overview = row.get("overview")
+    if overview is None:  # rows written before the overview was stored
+        overview = row["summary"].split("Overview: ", 1)[-1] if row.get("key_points") else row["summary"]
+    return "\n".join([p["text"] for p in row.get("key_points") or []] + [overview])
+
+
+def remeasure(row: dict, text: str, doc: dict) -> dict:
+    """`row` with its measures (re)computed from its summary."""
+    parts = doc.get("parts") or []
+    row.update(measure(content(row), text, parts))
+    if row.get("key_points"):  # the model's overview alone, measured apart from the extracted key points
+        row["overview_only"] = measure(content({**row, "key_points": []}), text, parts)
+    return row
     return row
 
 
 def run_summary_bench(lm, docs: list[dict], cfg: SummaryBenchConfig, on_row: Callable[[dict], None],
-                      done: set[tuple[str, str]] = frozenset(), log=sys.stderr) -> None:
-    """Every (document, method) not in `done`; `on_row(row)` after each."""
+                      kept: list[dict] = (), log=sys.stderr) -> None:
+    """Every (document, method) not among the `kept` rows (of an earlier run); `on_row(row)` after each."""
+    done = {(r["doc"], r["method"]) for r in kept}
     from ..prompts import Prompts
 
     prompts = Prompts(lm.tokenizer)
     for doc in docs:
         todo = [m for m in cfg.methods if (doc["id"], m) not in done]
-        if not todo:
-            continue
         pieces, text = document_pieces(lm.tokenizer, doc["path"])
+        for row in kept:  # rows kept from an earlier run: measured again (the measures may have changed)
+            if row["doc"] == doc["id"] and "skipped" not in row:
+                remeasure(row, text, doc)
         for m in todo:
             log.write(f"summary: {doc['id']} ({sum(len(i) for i, _ in pieces)} tokens) with {m} ...\n")
             log.flush()
