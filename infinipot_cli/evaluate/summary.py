@@ -134,7 +134,7 @@ def content(row: dict) -> str:
     """What a row's summary says: its key points' sentences and the overview (not the headings and labels)."""
     overview = row.get("overview")
     if overview is None:  # rows written before the overview was stored
-        overview = row["summary"].split("Overview: ", 1)[-1] if row.get("key_points") else row["summary"]
+        overview = row["summary"].split("\nOverview: ", 1)[-1]
     return "\n".join([p["text"] for p in row.get("key_points") or []] + [overview])
 
 
