@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
 from .errors import InfinipotError
+from .repetition import guard_for
 from .stopping import Stopper, StopStream
 
 HELP = """\
@@ -72,7 +73,8 @@ class ChatSession:
         stream = StopStream(stopper, on_text) if on_text else None
         prompt, focus = self.P.ask(question)
         text = self.engine.answer(prompt, "question", max_new_tokens=self.max_new_tokens, stop_ids=self.P.stop_ids(),
-                                  on_text=stream, focus=focus, should_stop=stopper.should_stop)
+                                  on_text=stream, focus=focus, should_stop=stopper.should_stop,
+                                  logits_fn=guard_for("question", self.engine.tok))
         return stream.finish() if stream else stopper.trim(text).strip()
 
     # ---- commands -----------------------------------------------------------------------------------

@@ -193,13 +193,14 @@ def _drop_settings_the_pot_has(o: Options) -> None:
     o.pot, o.method = {}, None
 
 
-def pot_config(o: Options):
+def pot_config(o: Options, kind: str | None = None):
     """The validated PotConfig: the method (a name, preset or spec such as infinipot+segment=32), then the
-    knobs given on the command line."""
-    from .config import PotConfig, split_method_spec
+    knobs given on the command line. `summarize` spreads a general read over the document unless told."""
+    from .config import SUMMARY_SPREAD, PotConfig, split_method_spec
 
     base, spec = split_method_spec(o.method or "infinipot")
-    return PotConfig(method=base, **{**spec, **o.pot}).validate()
+    own = {"spread": SUMMARY_SPREAD} if kind == "summarize" and o.method is None else {}
+    return PotConfig(method=base, **{**own, **spec, **o.pot}).validate()
 
 
 def _stdin_piped() -> bool:
@@ -274,7 +275,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
         else:
             cat_kind, cat_text = "general", None
         cat_ids, cat_focus = P.catalyst(cat_kind, cat_text)
-        cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else pot_config(o)
+        cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else pot_config(o, kind)
         _check_prompt_room(cfg, len(cat_ids) if sources else 0, cat_kind, bool(o.load_pot),
                            len(P.ask(question)[0]) if kind == "ask" else 0, window,
                            0 if o.load_pot else len(P.header_ids()))
@@ -372,31 +373,36 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
 
         answer = ""
         grounded = None  # the answer's evidence and support check (ask)
+        summary = None
         t_ans = time.perf_counter()
-        if kind in ("ask", "summarize"):
-            from .stopping import StopStream, stopper_for
+        if kind == "summarize":
+            from .summary import write_summary
 
-            stopper = stopper_for(kind)  # a question ends at its first sentence; both end on a loop
-            # an answer is checked before stdout shows it (grounding.py); a summary streams
-            stream = None if o.json_out or kind == "ask" else StopStream(stopper, _stdout_writer())
-            answer = engine.answer(prompt, "question" if kind == "ask" else "summary", max_new_tokens=o.max_new_tokens,
-                                   stop_ids=P.stop_ids(kind), on_text=stream, focus=focus,
-                                   should_stop=stopper.should_stop)
-            answer = stream.finish() if stream else stopper.trim(answer)
-            if kind == "ask":
-                from .grounding import ground
-
-                grounded = ground(engine, prompt, question or "", answer,
-                                  [(r.path, r.tokens) for r in records])
-                answer = grounded.answer
-                if not o.json_out:
-                    sys.stdout.write(answer)
-            if stream or (kind == "ask" and not o.json_out):
+            summary = write_summary(engine, P, o.max_new_tokens, None if o.json_out else _stdout_writer(),
+                                    source=records[0].path if len(records) == 1 else None)
+            answer = summary.text
+            if not o.json_out:
                 sys.stdout.write("\n")
                 sys.stdout.flush()
-            if grounded is not None and not o.quiet and not o.json_out:
-                for line in grounded.lines():
-                    display.message(line, style="dim")
+        elif kind == "ask":
+            from .controls import answer_controls
+            from .grounding import ground
+
+            # a question ends at its first sentence (or a loop) and decodes without repeating itself; the
+            # answer is checked against the document (grounding.py) before stdout shows it
+            c = answer_controls(kind, lm.tokenizer, o.max_new_tokens)
+            stopper = c.stopper
+            answer = engine.answer(prompt, c.mode, max_new_tokens=c.limit, stop_ids=P.stop_ids(kind), on_text=None,
+                                   focus=focus, should_stop=stopper.should_stop, logits_fn=c.guard)
+            answer = stopper.trim(answer)
+            grounded = ground(engine, prompt, question or "", answer, [(r.path, r.tokens) for r in records])
+            answer = grounded.answer
+            if not o.json_out:
+                sys.stdout.write(answer + "\n")
+                sys.stdout.flush()
+                if not o.quiet:
+                    for line in grounded.lines():
+                        display.message(line, style="dim")
         answer_s = time.perf_counter() - t_ans
 
     if kind == "chat":
@@ -426,6 +432,9 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
             out.update(grounded.as_json())
         if kind == "read":
             out["pot_file"] = o.save_pot
+        if summary is not None:
+            out["overview"] = summary.overview
+            out["key_points"] = summary.key_points
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 

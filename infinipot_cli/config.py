@@ -54,6 +54,9 @@ class PotConfig:
                              lo=0.0, hi=1.0, hi_open=True, infinipot=True)
     reencode: bool = knob(True, "Answer a question over a fresh prefill of the text the pot holds (off = from its "
                                 "KV states as read, the paper).", infinipot=True)
+    spread: int = knob(0, "A general read (no question) keeps its entries spread evenly over N stretches of the "
+                          "document read so far (0 = off: the newest text wins, as the paper). `summarize` uses "
+                          "16 unless given.", lo=0, infinipot=True)
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
@@ -106,6 +109,9 @@ class PotConfig:
         return cls(**{**PAPER_OPTIONS, **{k: v for k, v in saved.items() if k in names}})
 
 
+SUMMARY_SPREAD = 16  # `summarize`'s spread when not given: its key points cover the whole document (summary.md)
+
+
 def catalyst_room(cfg: PotConfig) -> int | None:
     """How many catalyst tokens a bounded pot can hold beside what it keeps and one token read (None: unbounded)."""
     return cfg.size - cfg.keep - 1 if cfg.bounded else None
@@ -147,7 +153,8 @@ def _range_text(f: dataclasses.Field) -> str:
 # The paper's exact selection (InfiniPot §3.3.3: per-head top-k of single tokens by the CaP sum, answering
 # from the pot's KV), one flag away as `--method infinipot-paper`.
 PAPER_OPTIONS = {"share": False, "share_from": 0.0, "segment": 0, "relevance": False, "final_keep": 0,
-                 "reencode": False, "recall": 0}
+                 "reencode": False, "recall": 0,
+                 "spread": 0}
 PRESETS = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
 
 

@@ -26,6 +26,14 @@ def greedy_next(model, hidden: torch.Tensor) -> int:
     return int(logits[0].float().argmax())  # bf16 argmax is 3x slower than the conversion and an fp32 argmax
 
 
+def guided_next(model, hidden: torch.Tensor, gen: list[int], logits_fn) -> int:
+    """greedy_next after `logits_fn(gen, logits)` rewrote the (V,) fp32 logits (repetition.py's guard)."""
+    if logits_fn is None:
+        return greedy_next(model, hidden)
+    logits = model.lm_head(hidden[-1:])[0].float()  # (V,)
+    return int(logits_fn(gen, logits).argmax())
+
+
 class Detokenizer:
     """Streams text for a growing list of token ids by decoding only a short window at its end.
 
@@ -71,13 +79,15 @@ class Detokenizer:
 def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=None,
              on_text: Callable[[str], None] | None = None,
              should_stop: Callable[[list[int], str], bool] | None = None, *, tokenizer=None,
-             on_token: Callable[[int, str], None] | None = None) -> list[int]:
+             on_token: Callable[[int, str], None] | None = None,
+             logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> list[int]:
     """Greedy-decode up to `max_new_tokens` after `prompt_ids` over `cache` (written in place); returns the ids.
 
     A token in `stop_ids` ends the answer and is not returned. `on_text(piece)` receives the text as it forms
     (needs `tokenizer`); `on_token(id, text_so_far)` is called for every generated token; `should_stop(ids, text)`
     ends the answer after the current token when it returns True (`text`: the text streamed so far, "" without a
-    tokenizer). `cache`: an :class:`AnswerCache` (any transformers Cache works, only slower).
+    tokenizer). `cache`: an :class:`AnswerCache` (any transformers Cache works, only slower). `logits_fn(ids,
+    logits)` may rewrite the next token's (V,) fp32 logits before the argmax (repetition.py).
     """
     stops = set(stop_ids or ())
     dev = next(model.parameters()).device
@@ -87,7 +97,7 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
     if max_new_tokens <= 0:
         return gen
     out = base(input_ids=torch.tensor([prompt_ids], device=dev), use_cache=True, **with_cache(base, cache))
-    nxt = greedy_next(model, out.last_hidden_state[0])
+    nxt = guided_next(model, out.last_hidden_state[0], gen, logits_fn)
     step = torch.empty(1, 1, dtype=torch.long, device=dev)
     fused = decode_step.for_model(model)
     while True:
@@ -105,11 +115,11 @@ def generate(model, cache, prompt_ids: list[int], max_new_tokens: int, stop_ids=
         if len(gen) >= max_new_tokens or (should_stop is not None and should_stop(gen, text)):
             break
         if fused is not None and fused.usable(cache):  # one token without the module stack (decode_step.py)
-            nxt = greedy_next(model, fused(nxt, cache))
+            nxt = guided_next(model, fused(nxt, cache), gen, logits_fn)
         else:
             step.fill_(nxt)
             out = base(input_ids=step, use_cache=True, **with_cache(base, cache))
-            nxt = greedy_next(model, out.last_hidden_state[0])
+            nxt = guided_next(model, out.last_hidden_state[0], gen, logits_fn)
     if detok is not None:
         piece = detok.flush()
         if piece and on_text is not None:

@@ -32,6 +32,7 @@ from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
 from .scoring.policies import SelectionInputs, make_policy
 from .scoring.segments import BoundaryTable, unit_starts
+from .spread import spread_select
 
 
 def where_at(provenance: list, index: int) -> str:
@@ -297,10 +298,12 @@ class Engine:
 
     # ---- distillation ---------------------------------------------------------------------------
     @torch.no_grad()
-    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False) -> None:
+    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False, general: bool | None = None
+                 ) -> None:
         """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE. `final`: the
         distillation before an answer, which the answer undoes: it neither counts as a reading cycle nor archives
-        what it evicts (that text is back in the pot after the answer)."""
+        what it evicts (that text is back in the pot after the answer). `general`: the catalyst asks no question
+        (default: the reading catalyst's)."""
         pot, pol = self.pot, self.policy
         S = len(pot)
         npin = pot.n_pinned
@@ -325,7 +328,11 @@ class Engine:
             starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
                               rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
-        chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
+        general = self.catalyst_focus is None if general is None else general
+        if self._spreads(general):  # a general read: the budget shared out over the document (spread.py)
+            chosen = spread_select(pol, inp, pot.src[:1, :1, npin:], self.tokens_read, self.cfg.spread)
+        else:
+            chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
         idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
@@ -341,12 +348,21 @@ class Engine:
         self.timings.rerotate += time.perf_counter() - t1
         self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
 
+    def _spreads(self, general: bool) -> bool:
+        """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
+        InfiniPot policy with `spread` stretches."""
+        pol = self.policy
+        return (bool(self.cfg.spread) and general and pol.catalyst == "prompt" and pol.share
+                and getattr(pol, "segment", 0) > 0 and self.cfg.method in ("infinipot", "cap"))
+
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
     def answer(self, prompt_ids: list[int], mode: str, max_new_tokens: int = 256, stop_ids: set[int] | None = None,
                on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None,
-               should_stop: Callable[[list[int], str], bool] | None = None) -> str:
+               should_stop: Callable[[list[int], str], bool] | None = None,
+               logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> str:
         """Append the final prompt to the pot and generate greedily. mode: "question" or "summary".
+        `logits_fn(gen_ids, logits)` rewrites each next token's logits (repetition.py: no loops).
 
         `should_stop(gen_ids, text)` after each token ends the answer early (stopping.Stopper: a loop, or a
         question's first sentence); the caller trims the text with the same criterion.
@@ -383,7 +399,8 @@ class Engine:
             else:
                 kv = AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
             gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
-                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text))
+                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text),
+                           logits_fn=logits_fn)
             pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
             final = self.tok.decode(gen, skip_special_tokens=True)
         finally:
@@ -461,7 +478,7 @@ class Engine:
             capt = prep[2]
         elif rows:
             _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
-        self._distill(keep, capt, final=True)
+        self._distill(keep, capt, final=True, general=focus is None)
 
     # ---- state (pot files, resume) ---------------------------------------------------------------
     def state(self) -> tuple[dict[str, torch.Tensor], dict]:

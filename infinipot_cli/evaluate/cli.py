@@ -3,6 +3,7 @@
     infinipot bench needle --lengths 4k,16k,64k --depths 0.1,0.5,0.9 --methods infinipot,streaming
     infinipot bench speed  --lengths 2k,8k,32k --methods infinipot,plain,prefill
     infinipot bench qa     --corpus CORPUS --docs gzip-man,tar-man --flows direct,read-then-ask
+    infinipot bench summary --corpus corpus.json --docs libtasn1,gzip-man --methods infinipot,head,tail
 
 Tables go to stdout; progress (tokens, tok/s, ETA) to stderr; JSON and PNG files to --out.
 The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
@@ -10,6 +11,7 @@ The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -20,6 +22,7 @@ import typer
 
 from ..errors import InfinipotError, UsageError
 from ..config import DTYPE_HELP, METHODS
+from . import report
 from .haystack import check_haystack
 
 bench_app = typer.Typer(
@@ -357,3 +360,76 @@ def qa_cmd(
         return
     sys.stdout.write(md)
     sys.stdout.write(f"records: {out / 'qa.json'}\n")
+
+
+@bench_app.command("summary")
+def summary_cmd(
+    corpus: Path = typer.Option(..., "--corpus", help="corpus.json: documents with a path, a kind and their parts "
+                                                     "(title, distinctive terms)."),
+    docs: Optional[str] = typer.Option(None, "--docs", help="Comma-separated document ids (default: all)."),
+    methods: str = typer.Option("infinipot,infinipot-paper,head,tail,whole", "--methods",
+                                help=f"Comma-separated: {', '.join(METHODS)}, infinipot-paper, and the baselines head, "
+                                     "tail (the document cut to what a pot shows) and whole (where it fits the "
+                                     "model's window)."),
+    pot_size: int = PotOpt,
+    keep: int = KeepOpt,
+    chunk: int = ChunkOpt,
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=16, help="Summary budget in tokens."),
+    model: Optional[str] = ModelOpt,
+    device: Optional[str] = DeviceOpt,
+    dtype: Optional[str] = DtypeOpt,
+    threads: Optional[int] = ThreadsOpt,
+    resume: bool = typer.Option(False, "--resume", help="Keep the rows of --out's summary.json made with the same "
+                                                        "settings; run only the missing (document, method) pairs."),
+    out: Path = typer.Option(Path("bench-results/summary"), "--out", "-o", help="Folder for summary.json and "
+                                                                                "summary.md."),
+) -> None:
+    """Summaries of real documents: section coverage, repeated n-grams, unsupported numbers and names, time."""
+    from ..config import PRESETS
+    from .summary import BASELINES, SummaryBenchConfig, load_corpus, markdown_table, run_summary_bench
+
+    try:
+        allowed = list(METHODS) + list(PRESETS) + list(BASELINES)
+        cfg = SummaryBenchConfig(methods=report.parse_methods(methods, allowed), pot_size=pot_size, keep=keep,
+                                 chunk=chunk, max_new_tokens=max_new_tokens)
+        _check_pot(pot_size, keep, chunk)
+        chosen = load_corpus(corpus, [d.strip() for d in docs.split(",") if d.strip()] if docs else None)
+        lm = _load(model, device, dtype, threads)
+    except InfinipotError as e:
+        _fail(e)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    prev = out / "summary.json"
+    if resume and prev.exists():
+        try:
+            old = json.loads(prev.read_text())
+            if old.get("config") == cfg.describe() | {"methods": old["config"].get("methods")} \
+                    and old.get("model") == lm.name:
+                rows = [r for r in old.get("rows", []) if r["method"] in cfg.methods]
+        except (ValueError, KeyError):
+            rows = []
+    t0 = time.perf_counter()
+
+    def doc(done: bool) -> dict:
+        return {"command": "summary", "model": lm.name, "device": str(lm.device),
+                "dtype": str(lm.dtype).removeprefix("torch."), "config": cfg.describe(), "complete": done,
+                "elapsed_s": round(time.perf_counter() - t0, 2), "rows": rows}
+
+    def order(r: dict) -> tuple:
+        ids = [d["id"] for d in chosen]
+        return (ids.index(r["doc"]) if r["doc"] in ids else len(ids), cfg.methods.index(r["method"]))
+
+    def write(done: bool) -> None:
+        rows.sort(key=order)
+        report.write_json(out / "summary.json", doc(done))
+        report.write_text(out / "summary.md", markdown_table(rows))
+
+    def on_row(row: dict) -> None:
+        rows.append(row)
+        write(False)
+
+    run_summary_bench(lm, chosen, cfg, on_row, kept=rows)
+    write(True)
+    typer.echo(markdown_table(rows))
+    typer.echo(f"rows: {out / 'summary.json'}\ntable: {out / 'summary.md'}")
