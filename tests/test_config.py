@@ -55,16 +55,20 @@ def test_validation_names_the_option(kw, flag):
         opts(**kw)
 
 
-def test_cli_flags_override_the_preset_and_are_refused_with_a_loaded_pot():
+def test_cli_flags_override_the_preset_and_are_refused_with_a_loaded_pot(monkeypatch):
     d = pot_config(Options())
     assert (d.segment, d.relevance, d.share, d.share_from, d.keep) == (48, True, True, 0.5, 1024)
     assert pot_config(opts(size=1024)).keep == 512         # --pot-size alone is valid
     assert pot_config(opts(method="infinipot-paper", final_keep=256)).final_keep == 256
     assert pot_config(opts(method="infinipot-paper")).reencode is False
     assert pot_config(opts(method="infinipot-paper+reencode=on")).reencode is True
+    saved = PotConfig().validate().as_dict()  # a pot read with the defaults
+    monkeypatch.setattr("infinipot_cli.potfile.read_meta", lambda path: {"config": saved})
     for kw in ({"size": 1024}, {"method": "streaming"}, {"keep": 100}):
         with pytest.raises(UsageError, match="cannot change a loaded pot"):
             opts(load_pot="x.pot", **kw)
+    o = opts(load_pot="x.pot", size=2048, keep=1024, method="infinipot")  # the settings it has: accepted
+    assert o.pot == {} and o.method is None
 
 
 def test_saved_settings_without_an_option_take_the_papers_value():
