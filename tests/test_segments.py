@@ -3,13 +3,14 @@
 import torch
 
 from infinipot_cli.engine import Engine, PotConfig
-from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
+from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.scoring.policy import SelectionInputs
 from infinipot_cli.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
 from tiny_models import VOCAB, make_model
 
 
 def seg_policy(**kw):
-    return InfiniPotPolicy(PotConfig(**{"share": False, "relevance": False, "segment": 48, **kw}))
+    return InfiniPotPolicy.from_config(PotConfig(**{"share": False, "relevance": False, "segment": 48, **kw}))
 
 DOT, PARA, BANG, NL = 1, 2, 3, 4  # token ids the stand-in tokenizer decodes as ".", "\n\n", "!", "\n"
 

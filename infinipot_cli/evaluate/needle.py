@@ -111,7 +111,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     if split_method_spec(method)[0] in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
         rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
         return rec
-    pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
+    pcfg = PotConfig.resolve(method, dict(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk))
     placement = Placement()
     tracer = None
     if cfg.trace:

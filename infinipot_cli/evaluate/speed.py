@@ -252,7 +252,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
     elif method == "plain":
         pcfg = PotConfig(method="plain", size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     else:
-        pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
+        pcfg = PotConfig.resolve(method, dict(size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk))
     disp = {"read": 0.0, "answer": 0.0}
     display, note = make_display(length)  # set-up (and the module import) is not counted
     stamps: dict[str, float] = {}
