@@ -2,7 +2,7 @@
 
 InfiniPot's pot keeps M entries whatever the document's length (§3.2). When the question is unknown while
 reading (`read --save-pot` with the general catalyst CaP-G), a fact the later question asks for is usually
-evicted, and the pot alone cannot answer it (issue 25: 2 of 15 against 10 of 15 with the question known).
+evicted, and the pot alone cannot answer it (measured: 2 of 15 against 10 of 15 with the question known).
 The archive records, at every distillation, the token ids and document positions of the entries no head
 keeps any more, split into sentence segments. It costs 4 bytes a token (int32), lives in the pot file next
 to the KV cache, and is never attended to while reading, so the pot's memory bound is unchanged.

@@ -1,4 +1,4 @@
-"""The archive of evicted sentences (archive.py) and recall at ask time (issue 25: read once, ask later)."""
+"""The archive of evicted sentences (archive.py) and recall at ask time (read once, ask later)."""
 
 from __future__ import annotations
 
