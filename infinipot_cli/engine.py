@@ -354,7 +354,7 @@ class Engine:
         InfiniPot policy with `spread` stretches."""
         pol = self.policy
         return (bool(self.cfg.spread) and general and pol.catalyst == "prompt" and pol.share
-                and getattr(pol, "segment", 0) > 0 and self.cfg.method in ("infinipot", "cap"))
+                and getattr(pol, "segment", 0) > 0 and pol.pot_options)
 
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
