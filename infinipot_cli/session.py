@@ -21,7 +21,8 @@ from typing import Callable, Iterable
 from .engine import Engine
 from .errors import UsageError
 from .prompts import Prompts
-from .reader import SourceRecord, read_source
+from . import reader
+from .reader import SourceRecord
 from .stopping import Stopper, StopStream
 
 
@@ -110,7 +111,7 @@ class Session:
         self.records.append(rec)
         t0 = time.perf_counter()
         try:
-            read_source(self.engine, self.lm.tokenizer, source, rec, label=label, skip_tokens=skip_tokens,
+            reader.read_source(self.engine, self.lm.tokenizer, source, rec, label=label, skip_tokens=skip_tokens,
                         progress=progress)
         finally:
             self.read_s += time.perf_counter() - t0
