@@ -2,7 +2,7 @@
 
 InfiniPot's pot keeps M entries whatever the document's length (§3.2). When the question is unknown while
 reading (`read --save-pot` with the general catalyst CaP-G), a fact the later question asks for is usually
-evicted, and the pot alone cannot answer it (issue 25: 2 of 15 against 10 of 15 with the question known).
+evicted, and the pot alone cannot answer it (measured: 2 of 15 against 10 of 15 with the question known).
 The archive records, at every distillation, the token ids and document positions of the entries no head
 keeps any more, split into sentence segments. It costs 4 bytes a token (int32), lives in the pot file next
 to the KV cache, and is never attended to while reading, so the pot's memory bound is unchanged.
@@ -22,16 +22,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
-
 import torch
 
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
 
-if TYPE_CHECKING:
-    from .engine import Engine
-
-MAX_SEGMENT = 48          # tokens per archived segment at most (long sentences are split, as in selection)
 NEIGHBOURS = 1            # archived segments on each side of a hit that come with it, when adjacent
 _WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("""a an and are as at be by did do does document for from has have he her his how i in is it
@@ -50,7 +44,8 @@ def words(text: str) -> list[str]:
 class Archive:
     """Append-only store of evicted sentence segments (token ids + document start), with a BM25 index."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_segment: int) -> None:
+        self.max_segment = max_segment             # tokens per segment at most (long sentences split, as in selection)
         self._chunks: list[torch.Tensor] = []      # int32 pieces of `ids`, concatenated lazily
         self._segs: list[tuple[int, int]] = []     # (src start, length)
         self._ids: torch.Tensor | None = None
@@ -88,7 +83,7 @@ class Archive:
             starts[1:] |= src[1:] != src[:-1] + 1
             starts[0] = True
         self._covered[src] = True
-        seg = segment_ids(starts[None], MAX_SEGMENT)[0]                   # (N,) segment per entry
+        seg = segment_ids(starts[None], self.max_segment)[0]                   # (N,) segment per entry
         lengths = torch.bincount(seg).tolist()
         firsts = torch.cumsum(torch.tensor([0] + lengths[:-1]), 0).tolist()
         for f, n in zip(firsts, lengths):
@@ -138,9 +133,9 @@ class Archive:
                 "archive.segs": torch.tensor(self._segs, dtype=torch.long).view(-1, 2)}
 
     @classmethod
-    def from_tensors(cls, ids: torch.Tensor, segs: torch.Tensor) -> "Archive":
+    def from_tensors(cls, ids: torch.Tensor, segs: torch.Tensor, max_segment: int) -> "Archive":
         """Rebuild from pot-file tensors; raises ValueError when they do not describe an archive."""
-        a = cls()
+        a = cls(max_segment)
         if ids.dim() != 1 or segs.dim() != 2 or segs.shape[1] != 2 or ids.dtype != torch.int32 \
                 or segs.dtype != torch.long:
             raise ValueError("archive tensors have the wrong shape or type")
@@ -222,24 +217,8 @@ class Archive:
                 break
         return sorted(chosen, key=lambda j: self._segs[j][0])
 
-
-def question_known(engine: "Engine", prompt_ids: list[int], focus: tuple[int, int] | None) -> bool:
-    """True when the pot was read with this very question as the catalyst (CaP-Q): nothing to recall."""
-    cf = engine.catalyst_focus
-    if focus is None or cf is None:
-        return False
-    return list(prompt_ids[focus[0]:focus[1]]) == list(engine.catalyst[cf[0]:cf[1]])
-
-
-def recall(engine: "Engine", prompt_ids: list[int], focus: tuple[int, int] | None,
-           max_new_tokens: int) -> list[tuple[int, list[int]]]:
-    """The archive's best sentences for the question (`focus`: its tokens in `prompt_ids`), in document order, as
-    (document start, token ids), within the room the pot leaves beside the answer; [] when the pot was read
-    with this question or nothing matches. The engine forwards them (Engine._recall)."""
-    cfg, pot = engine.cfg, engine.pot
-    budget = min(cfg.recall, cfg.size - cfg.keep - len(prompt_ids) - max_new_tokens)
-    if budget < 8 or not len(engine.archive) or question_known(engine, prompt_ids, focus):
-        return []
-    question = engine.tok.decode(prompt_ids[focus[0]:focus[1]], skip_special_tokens=True)
-    chosen = engine.archive.candidates(engine.tok, question, budget, exclude=pot.src[pot.src >= 0].unique())
-    return [engine.archive.segment(i) for i in chosen]
+    def recall(self, tokenizer, question: str, budget: int,
+               exclude: torch.Tensor | None = None) -> list[tuple[int, list[int]]]:
+        """The segments `candidates` picks, as (document start, token ids) in document order (Engine recalls
+        them into the pot)."""
+        return [self.segment(i) for i in self.candidates(tokenizer, question, budget, exclude)]

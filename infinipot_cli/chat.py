@@ -1,6 +1,6 @@
 """`infinipot chat`: read once, then answer many questions from the same pot.
 
-The source is read (or the pot loaded) by cli.run_job with the general catalyst (CaP-G, InfiniPot §3.3.1:
+The source is read (or the pot loaded) by session.run with the general catalyst (CaP-G, InfiniPot §3.3.1:
 the questions are not known while reading); then a loop answers each question from that pot:
 
 - stdin is a terminal: a prompt with line editing and history (the `readline` module), each answer streamed
@@ -10,7 +10,7 @@ the questions are not known while reading); then a loop answers each question fr
   nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
   question failed -- ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
 
-Engine.answer undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
+Session.ask (Engine.answer) undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
 every question starts from the pot as read: the answers do not depend on the order of the questions, and
 /save writes the pot as read.
 """
@@ -23,12 +23,13 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 from .errors import InfinipotError
-from .repetition import guard_for
-from .stopping import Stopper, StopStream
+from .units import fmt_bytes
+
+if TYPE_CHECKING:
+    from .session import Session
 
 HELP = """\
 Ask a question about what was read, or:
@@ -39,25 +40,13 @@ Ask a question about what was read, or:
 Ctrl-C stops the answer being written."""
 
 
-@dataclass
-class ReadState:
-    """What cli.run_job("chat", ...) hands over after reading: the model, the prompts, the engine holding the
-    pot, and the metadata a saved pot records (sources, model, catalyst)."""
-    lm: object
-    prompts: object
-    engine: object
-    save_meta: Callable[[], dict]
-    sources: list = field(default_factory=list)
-
-
 class ChatSession:
     """Questions and commands against one read pot. I/O goes through the streams given (tests pass StringIO)."""
 
-    def __init__(self, state: ReadState, max_new_tokens: int = 128, out: TextIO | None = None,
+    def __init__(self, session: Session, max_new_tokens: int = 128, out: TextIO | None = None,
                  err: TextIO | None = None, json_out: bool = False):
-        self.state = state
-        self.engine = state.engine
-        self.P = state.prompts
+        self.session = session
+        self.engine = session.engine
         self.max_new_tokens = max_new_tokens
         self.out = out or sys.stdout
         self.err = err or sys.stderr
@@ -69,13 +58,7 @@ class ChatSession:
     def answer(self, question: str, on_text: Callable[[str], None] | None = None) -> str:
         """The answer to `question` from the pot as read (streamed through `on_text` as it comes); the engine
         restores the pot afterwards, also when the answer fails or is interrupted."""
-        stopper = Stopper("question")
-        stream = StopStream(stopper, on_text) if on_text else None
-        prompt, focus = self.P.ask(question)
-        text = self.engine.answer(prompt, "question", max_new_tokens=self.max_new_tokens, stop_ids=self.P.stop_ids(),
-                                  on_text=stream, focus=focus, should_stop=stopper.should_stop,
-                                  logits_fn=guard_for("question", self.engine.tok))
-        return stream.finish() if stream else stopper.trim(text).strip()
+        return self.session.ask(question, max_new_tokens=self.max_new_tokens, on_text=on_text).text
 
     # ---- commands -----------------------------------------------------------------------------------
     def command(self, line: str, show: TextIO) -> bool:
@@ -90,7 +73,7 @@ class ChatSession:
             if not arg:
                 raise InfinipotError("/save needs a file name: /save FILE")
             n = self.save(os.path.expanduser(arg))
-            self.err.write(f"pot saved to {arg} ({n / 1e6:.1f} MB)\n")
+            self.err.write(f"pot saved to {arg} ({fmt_bytes(n)})\n")
         elif name == "/inspect":
             self.inspect(show)
         else:
@@ -100,9 +83,7 @@ class ChatSession:
         return True
 
     def save(self, path: str) -> int:
-        from .potfile import save_pot
-
-        return save_pot(path, self.engine, self.state.save_meta())
+        return self.session.save(path)
 
     def inspect(self, show: TextIO) -> None:
         """inspect_pot / render_inspect on the pot as read (written to a temporary file first)."""
@@ -114,7 +95,7 @@ class ChatSession:
         try:
             path = os.path.join(folder, "chat.pot")
             self.save(path)
-            info = inspect_pot(path, self.state.lm.tokenizer, verify=False)
+            info = inspect_pot(path, self.session.lm.tokenizer, verify=False)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         info["path"] = "this chat's pot"
@@ -234,15 +215,15 @@ def _terminal_reader(out: TextIO, err: TextIO) -> Callable[[str], str]:
     return read
 
 
-def run_chat(state: ReadState, o, stdin: TextIO | None = None, out: TextIO | None = None,
+def run_chat(session: Session, o, stdin: TextIO | None = None, out: TextIO | None = None,
              err: TextIO | None = None) -> int:
     """The chat loop after reading; returns the exit code (KeyboardInterrupt at the prompt propagates)."""
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
-    session = ChatSession(state, max_new_tokens=o.max_new_tokens, out=out, err=err, json_out=o.json_out)
+    chat = ChatSession(session, max_new_tokens=o.max_new_tokens, out=out, err=err, json_out=o.json_out)
     if not _isatty(stdin):
-        return session.run_lines(stdin)
-    eng = state.engine
-    what = ", ".join(os.path.basename(s) for s in state.sources) or (o.load_pot or "the pot")
+        return chat.run_lines(stdin)
+    eng = session.engine
+    what = ", ".join(os.path.basename(s) for s in session.sources) or (o.load_pot or "the pot")
     banner = "" if o.quiet else (f"Ask about {what} ({eng.tokens_read:,} tokens read, {len(eng.pot):,} kept). "
                                  "/help for commands, Ctrl-D to leave.")
-    return session.run_terminal(_terminal_reader(out, err), banner)
+    return chat.run_terminal(_terminal_reader(out, err), banner)

@@ -11,7 +11,6 @@ import functools
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from inspect import Parameter, signature
 from typing import List, Optional
@@ -103,23 +102,15 @@ class Options:
 P_POT, P_MODEL, P_IO = "Pot (InfiniPot)", "Model", "Input and output"
 
 
-def _knob_option(f) -> tuple[str, object, object]:
-    """A Typer option for a declared pot knob; default None = not given (the declared default applies)."""
-    default = "half the pot" if f.name == "keep" else str(f.default)
-    kind = type(f.default)
-    return (f.name, Optional[kind],
-            typer.Option(None, f.metadata["flag"], show_default=False, rich_help_panel=P_POT,
-                         metavar="N" if kind is int else "X", help=f"{f.metadata['help']} Default: {default}."))
-
-
 def _reading_options() -> list[tuple[str, object, object]]:
     from .config import DTYPE_HELP, cli_knobs, method_help
+    from .knob_options import knob_option
 
     return [
         ("inputs", Optional[List[str]], typer.Option(
             None, "-i", "--input", rich_help_panel=P_IO, metavar="SOURCE",
             help="A source to read (repeatable; read in order into one pot). '-' is stdin.")),
-        *[_knob_option(f) for f in cli_knobs()],
+        *[knob_option(f, P_POT) for f in cli_knobs()],
         ("method", Optional[str], typer.Option(None, "--method", show_default=False, rich_help_panel=P_POT,
                                                metavar="SPEC", help=method_help() + " Default: infinipot.")),
         ("catalyst", Optional[str], typer.Option(
@@ -154,19 +145,20 @@ READING_OPTIONS = _reading_options()
 
 def _options(**kw) -> Options:
     """Options from the command line, checked before anything heavy is loaded (bad input fails in milliseconds)."""
-    from .config import cli_knobs
+    from .config import cli_knobs, default
+    from .knob_options import pop_knobs
 
-    knobs = {f.name: kw.pop(f.name) for f in cli_knobs()}
+    pot = pop_knobs(kw)
     if kw.get("inputs") is None:
         kw["inputs"] = []
-    o = Options(**kw, pot={k: v for k, v in knobs.items() if v is not None})
+    o = Options(**kw, pot=pot)
     if o.load_pot and (o.pot or o.method):
         _drop_settings_the_pot_has(o)
     if not o.load_pot:
         cfg = pot_config(o)
         if cfg.bounded and cfg.size > HUGE_POT:
             sys.stderr.write(f"infinipot: warning: --pot-size {cfg.size} is far beyond what a pot needs; memory and "
-                             "answer time grow with it (the default is 2048)\n")
+                             f"answer time grow with it (the default is {default('size')})\n")
     if o.format not in ("auto", "pdf", "epub", "html", "text"):
         raise UsageError(f"unknown --format {o.format!r}; choose auto, pdf, epub, html or text")
     if o.max_new_tokens <= 0:
@@ -196,11 +188,10 @@ def _drop_settings_the_pot_has(o: Options) -> None:
 def pot_config(o: Options, kind: str | None = None):
     """The validated PotConfig: the method (a name, preset or spec such as infinipot+segment=32), then the
     knobs given on the command line. `summarize` spreads a general read over the document unless told."""
-    from .config import SUMMARY_SPREAD, PotConfig, split_method_spec
+    from .config import SUMMARY_SPREAD, PotConfig
 
-    base, spec = split_method_spec(o.method or "infinipot")
     own = {"spread": SUMMARY_SPREAD} if kind == "summarize" and o.method is None else {}
-    return PotConfig(method=base, **{**own, **spec, **o.pot}).validate()
+    return PotConfig.resolve(o.method, {**own, **o.pot})
 
 
 def _stdin_piped() -> bool:
@@ -221,221 +212,21 @@ def _stdin_piped() -> bool:
 
 # ---- the job ------------------------------------------------------------------------------------------
 def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
-    """kind: "ask" | "summarize" | "read" | "chat" (read, then return a chat.ReadState for the chat loop)."""
+    """Run a reading command (session.run) and print its result: the answer streamed to stdout, or one JSON
+    object with --json. kind: "ask" | "summarize" | "read" | "chat" (returns the session for the chat loop)."""
     from .display import Display
-    from .documents import open_source
-    from .config import PotConfig
-    from .engine import Engine
-    from .prompts import Prompts
-    from .reader import SourceRecord, read_source
+    from .session import Job, run
 
-    if kind == "read" and not o.save_pot:
-        raise UsageError("`infinipot read` needs --save-pot FILE (it only builds a pot)")
-    if not sources and not o.load_pot:
-        raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
-    if sources.count("-") > 1:
-        raise UsageError("stdin ('-') can be read only once")
-    if o.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
-        from .potfile import check_save_target
-
-        check_save_target(o.save_pot, sources, o.force)
-
-    # Open every source and check a pot file (its data against its checksum) before loading the model: bad
-    # input fails fast.
-    opened = [open_source(p, o.format, notice=_waiting_notice(o)) for p in sources]
-    checked = None
-    if o.load_pot:
-        from .potfile import check_pot
-
-        checked = check_pot(o.load_pot)
-
+    job = Job(kind=kind, sources=list(sources), question=question, pot=None if o.load_pot else pot_config(o, kind),
+              load_pot=o.load_pot, save_pot=o.save_pot, force=o.force, model=o.model, device=o.device,
+              dtype=o.dtype, format=o.format, catalyst=o.catalyst, max_new_tokens=o.max_new_tokens,
+              notice=_waiting_notice(o))
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
-
-    def warn(text: str) -> None:
-        """Warnings reach stderr even with -q (which silences only the progress display)."""
-        display.message(f"warning: {text}", style="warning", always=True)
-    t_start = time.perf_counter()
-    with display:
-        from .model import dtype_warning, fingerprint, load_model
-        from .threads import configure
-
-        configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
-
-        from .model import load_tokenizer
-
-        # The tokenizer first: the checks that count tokens (the catalyst's room in the pot, the question
-        # against the model's window) fail before the weights load.
-        tok, window = load_tokenizer(o.model, progress=lambda m: display.message(m))
-        P = Prompts(tok)
-        # catalyst for reading: CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise
-        if o.catalyst:
-            cat_kind, cat_text = "text", o.catalyst
-        elif kind == "ask":
-            cat_kind, cat_text = "question", question
-        else:
-            cat_kind, cat_text = "general", None
-        cat_ids, cat_focus = P.catalyst(cat_kind, cat_text)
-        cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else pot_config(o, kind)
-        _check_prompt_room(cfg, len(cat_ids) if sources else 0, cat_kind, bool(o.load_pot),
-                           len(P.ask(question)[0]) if kind == "ask" else 0, window,
-                           0 if o.load_pot else len(P.header_ids()))
-
-        lm = load_model(o.model, o.device, o.dtype, progress=lambda m: display.message(m), tokenizer=tok)
-        slow = dtype_warning(lm.device, lm.dtype)
-        if slow:
-            warn(slow)
-
-        records: list[SourceRecord] = []
-        meta_in: dict = {}
-        if o.load_pot:
-            from .potfile import load_pot, question_mismatch
-
-            engine, meta_in = load_pot(o.load_pot, lm.model, lm.tokenizer, expect_model_name=lm.name,
-                                       on_event=display.on_event, checked=checked)
-            if kind in ("ask", "chat"):
-                warn_text = question_mismatch(meta_in, question or "")
-                if warn_text:
-                    warn(warn_text)
-            if sources:
-                engine.set_catalyst(cat_ids, cat_focus)
-            for r in meta_in.get("sources", []):
-                units = {k: r[k] for k in ("pages", "chapters", "lines") if k in r}
-                records.append(SourceRecord(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"),
-                                            sha256=r.get("sha256"), tokens=r.get("tokens", 0), units=units,
-                                            stopped_at=r.get("stopped_at"), read=list(r.get("read") or [])))
-        else:
-            engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=cat_ids, catalyst_focus=cat_focus,
-                            on_event=display.on_event)
-            engine.pin(P.header_ids())
-
-        def save_meta() -> dict:
-            if sources or not o.load_pot:
-                catalyst = {"kind": cat_kind, "text": cat_text}
-            else:
-                catalyst = meta_in.get("catalyst") or {"kind": "general", "text": None}
-            return {"sources": [r.as_json() for r in records], "model": lm.name, "catalyst": catalyst}
-
-        def save() -> None:
-            from .potfile import save_pot
-
-            n = save_pot(o.save_pot, engine, save_meta(), sources=sources, force=o.force)
-            display.message(f"pot saved to {o.save_pot} ({n / 1e6:.1f} MB)")
-
-        def save_partial() -> None:
-            """Checkpoint an interrupted read: never over an existing file (a finished pot, or anything else)."""
-            from .interrupts import deferred_interrupt
-            from .potfile import partial_target, save_pot
-
-            if engine.tokens_read <= read_before:
-                display.message("interrupted before anything was read: no pot saved", always=True)
-                return
-            with deferred_interrupt():  # a second Ctrl-C or SIGTERM waits for the checkpoint
-                target = partial_target(o.save_pot)
-                n = save_pot(target, engine, save_meta(), sources=sources, force=o.force)
-            display.message(f"partial pot saved to {target} ({n / 1e6:.1f} MB); resume with --load-pot {target} "
-                            "and the same source", always=True)
-
-        read_before = engine.tokens_read
-
-        prompt, focus = P.ask(question or "") if kind == "ask" else (P.summary_ids(), None)
-        t_read = time.perf_counter()
-        try:
-            for i, src in enumerate(opened):
-                engine.expect(prompt if kind == "ask" and i == len(opened) - 1 else None, focus)
-                label = os.path.basename(src.path) if len(opened) > 1 else ""
-                skip = 0
-                prev = _previous_record(records, src)
-                if prev is not None:
-                    if prev.stopped_at is None:
-                        warn(f"{src.path} is already in the pot; not reading it again")
-                        continue
-                    skip = prev.stopped_at
-                    records.remove(prev)
-                    display.message(f"resuming {src.path} at token {skip}")
-                rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
-                records.append(rec)
-                display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
-                progress = _progress_tracker(opened, i)
-                display.set_total(None, progress_fn=progress.fraction)  # the ETA, from how far into the sources
-                read_source(engine, lm.tokenizer, src, rec, label=label, skip_tokens=skip, progress=progress.update)
-                for w in getattr(src, "warnings", []):
-                    warn(f"{src.name}: {w}")
-        except KeyboardInterrupt:
-            if o.save_pot:
-                save_partial()
-            raise
-        read_s = time.perf_counter() - t_read
-        if engine.cfg.method == "full" and len(engine.pot) > _window(lm.model):
-            warn(f"the document ({len(engine.pot)} tokens) is longer than the model's window "
-                 f"({_window(lm.model)}); --method full reads it anyway")
-        if o.save_pot:
-            save()
-
-        answer = ""
-        grounded = None  # the answer's evidence and support check (ask)
-        summary = None
-        t_ans = time.perf_counter()
-        if kind == "summarize":
-            from .summary import write_summary
-
-            summary = write_summary(engine, P, o.max_new_tokens, None if o.json_out else _stdout_writer(),
-                                    source=records[0].path if len(records) == 1 else None)
-            answer = summary.text
-            if not o.json_out:
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-        elif kind == "ask":
-            from .controls import answer_controls
-            from .grounding import ground
-
-            # a question ends at its first sentence (or a loop) and decodes without repeating itself; the
-            # answer is checked against the document (grounding.py) before stdout shows it
-            c = answer_controls(kind, lm.tokenizer, o.max_new_tokens)
-            stopper = c.stopper
-            answer = engine.answer(prompt, c.mode, max_new_tokens=c.limit, stop_ids=P.stop_ids(kind), on_text=None,
-                                   focus=focus, should_stop=stopper.should_stop, logits_fn=c.guard)
-            answer = stopper.trim(answer)
-            grounded = ground(engine, prompt, question or "", answer, [(r.path, r.tokens) for r in records])
-            answer = grounded.answer
-            if not o.json_out:
-                sys.stdout.write(answer + "\n")
-                sys.stdout.flush()
-                if not o.quiet:
-                    for line in grounded.lines():
-                        display.message(line, style="dim")
-        answer_s = time.perf_counter() - t_ans
-
+    result = run(job, display, on_text=None if o.json_out or kind not in ("ask", "summarize") else _stdout_writer())
     if kind == "chat":
-        from .chat import ReadState
-
-        return ReadState(lm=lm, prompts=P, engine=engine, save_meta=save_meta, sources=[r.path for r in records])
+        return result.session
     if o.json_out:
-        t = engine.timings
-        out = {
-            "answer": answer,
-            "model": lm.name,
-            "method": engine.cfg.method,
-            "tokens_read": engine.tokens_read,
-            "sources": [r.as_json() for r in records],
-            "pot": {"size": engine.cfg.size if engine.cfg.bounded else None, "keep": engine.cfg.keep,
-                    "entries": len(engine.pot), "peak_entries": engine.pot.peak_entries, "cycles": engine.cycles,
-                    "kv_bytes": engine.pot.kv_bytes(), "alpha": engine.cfg.alpha,
-                    "policy": engine.cfg.policy_block()},
-            "timings": {"load_s": round(lm.load_s, 3), "read_s": round(read_s, 3),
-                        "distill_s": round(t.cap + t.nuc + t.select + t.rerotate, 3),
-                        "answer_s": round(answer_s, 3), "total_s": round(time.perf_counter() - t_start, 3),
-                        "detail": t.as_dict()},
-            "fingerprint": fingerprint(lm.model, lm.tokenizer),
-            "version": __version__,
-        }
-        if grounded is not None:  # "evidence": [{text, source, page | chapter | section | line}], "guess"
-            out.update(grounded.as_json())
-        if kind == "read":
-            out["pot_file"] = o.save_pot
-        if summary is not None:
-            out["overview"] = summary.overview
-            out["key_points"] = summary.key_points
-        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(result_json(result, kind, o), ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
 
@@ -451,66 +242,39 @@ def _waiting_notice(o: Options):
     return say
 
 
-def _check_prompt_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: int, window: int,
-                       header_len: int) -> None:
-    """Before the model loads: what the pot keeps must exceed the pinned header, the catalyst must leave the pot
-    room to read, and the question must fit the model's window beside the pot. A too-long question is named as
-    the problem (a loaded pot's size is fixed)."""
-    from .config import catalyst_room
-    from .scoring.policies import make_policy
+def result_json(result, kind: str, o: Options) -> dict:
+    """The --json object: answer, model, method, tokens_read, sources, pot{...}, timings{...}, fingerprint, version
+    (and pot_file for `read`)."""
+    from .model import fingerprint
 
-    if cfg.bounded and header_len:
-        if header_len >= cfg.keep:
-            raise UsageError(f"--keep ({cfg.keep}) must exceed the pinned header ({header_len} tokens)")
-        if cfg.final_keep and cfg.final_keep <= header_len:
-            raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({header_len} tokens)")
-
-    room = catalyst_room(cfg)
-    if room is not None and catalyst_len and make_policy(cfg).catalyst == "prompt" and catalyst_len > room:
-        if cat_kind in ("question", "text"):
-            what = "question" if cat_kind == "question" else "--catalyst text"
-            fix = f"shorten the {what}" + ("" if loaded else " (or raise --pot-size)")
-            raise UsageError(f"the {what} is too long: {catalyst_len:,} tokens as a catalyst, and a pot of "
-                             f"{cfg.size:,} entries keeping {cfg.keep:,} has room for {room:,}; {fix}")
-        raise UsageError(f"the pot is too small: pot size {cfg.size} - keep {cfg.keep} - catalyst {catalyst_len} "
-                         "tokens leaves no room to read; raise --pot-size or lower --keep")
-    if window and ask_len and ask_len > window // 2:
-        raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
-                         "shorten the question")
-
-
-class _Progress:
-    """How far reading has got through all the sources (by their sizes when all are known, else by count)."""
-
-    def __init__(self, before: float, weight: float):
-        self.before, self.weight, self.f = before, weight, None
-
-    def update(self, f: float) -> None:
-        self.f = f
-
-    def fraction(self) -> float | None:
-        return None if self.f is None else self.before + self.weight * self.f
-
-
-def _progress_tracker(opened, i: int) -> _Progress:
-    sizes = [s.size_bytes for s in opened]
-    if all(sizes) and len(sizes) > 1:
-        total = float(sum(sizes))
-        return _Progress(sum(sizes[:i]) / total, sizes[i] / total)
-    return _Progress(i / len(opened), 1 / len(opened))
-
-
-def _window(model) -> int:
-    return int(getattr(model.config, "max_position_embeddings", 0) or 0) or 1 << 62
-
-
-def _previous_record(records, src):
-    """The record of the same source in a loaded pot (same content hash, else same path and size)."""
-    for r in records:
-        if src.path != "-" and r.path == src.path and r.size == src.size_bytes:
-            if r.sha256 is None or src.content_hash is None or r.sha256 == src.content_hash:
-                return r
-    return None
+    s = result.session
+    eng, lm = s.engine, s.lm
+    cfg, t = eng.cfg, eng.timings
+    answer = result.answer
+    out = {
+        "answer": answer.text if answer else "",
+        "model": lm.name,
+        "method": cfg.method,
+        "tokens_read": eng.tokens_read,
+        "sources": [r.as_json() for r in s.records],
+        "pot": {"size": cfg.size if cfg.bounded else None, "keep": cfg.keep, "entries": len(eng.pot),
+                "peak_entries": eng.pot.peak_entries, "cycles": eng.cycles, "kv_bytes": eng.pot.kv_bytes(),
+                "alpha": cfg.alpha, "policy": cfg.policy_block()},
+        "timings": {"load_s": round(lm.load_s, 3), "read_s": round(result.read_s, 3),
+                    "distill_s": round(t.cap + t.nuc + t.select + t.rerotate, 3),
+                    "answer_s": round(answer.seconds if answer else 0.0, 3), "total_s": round(result.total_s, 3),
+                    "detail": t.as_dict()},
+        "fingerprint": fingerprint(lm.model, lm.tokenizer),
+        "version": __version__,
+    }
+    if answer is not None and answer.grounded is not None:  # "evidence": [{text, source, page | ...}], "guess"
+        out.update(answer.grounded.as_json())
+    if kind == "read":
+        out["pot_file"] = o.save_pot
+    if answer is not None and answer.summary is not None:
+        out["overview"] = answer.summary.overview
+        out["key_points"] = answer.summary.key_points
+    return out
 
 
 def _stdout_writer():

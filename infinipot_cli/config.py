@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UsageError
+from .scoring.policies import REGISTRY as _POLICIES
 
-# Selection methods (scoring/): the product, the paper's ablation, and the baselines of InfiniPot §4.
-METHODS = ["infinipot", "cap", "sirllm", "streaming", "truncate", "h2o", "tova", "snapkv", "full"]
-UNBOUNDED = {"full", "snapkv"}  # references that read without a memory cap
-REFERENCES = {"plain"}  # `bench speed`'s speed limit (scoring/baselines.py), not a reader
-INFINIPOT_METHODS = {"infinipot", "cap"}  # methods that take the InfiniPot options below
+# Selection methods, from the policy registry (scoring/policies/: one module per method, no torch imported)
+METHODS = [n for n, c in _POLICIES.items() if c.reader]       # the product, the paper's ablation, the baselines
+UNBOUNDED = {n for n, c in _POLICIES.items() if not c.bounded}  # references that read without a memory cap
+REFERENCES = {n for n, c in _POLICIES.items() if not c.reader}  # `bench speed`'s speed limit, not a reader
+INFINIPOT_METHODS = {n for n, c in _POLICIES.items() if c.pot_options}  # methods that take the InfiniPot options
 
 # `--dtype`, shared by the reading commands and `bench` (model.pick_dtype implements it)
 DTYPE_HELP = ("auto, float32, bfloat16 or float16. Default (auto): bfloat16 on CUDA and on CPUs with native bf16 "
@@ -60,6 +61,19 @@ class PotConfig:
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
+    @classmethod
+    def resolve(cls, spec: str | None, knobs: dict | None = None) -> "PotConfig":
+        """The validated configuration of a method spec (a name, preset or spec such as infinipot+segment=32)
+        and the knobs given on a command line (flags override the spec): what `ask` and `bench` both read with."""
+        base, opts = split_method_spec(spec or "infinipot")
+        return cls(method=base, **{**opts, **(knobs or {})}).validate()
+
+    @property
+    def archive_segment(self) -> int:
+        """Tokens per archived segment at most: the `segment` setting (single-token selection archives whole
+        sentences in pieces of the declared default)."""
+        return self.segment or default("segment")
+
     def __post_init__(self):
         if not self.keep and self.size:
             self.keep = self.size // 2
@@ -67,12 +81,6 @@ class PotConfig:
     @property
     def bounded(self) -> bool:
         return self.method not in UNBOUNDED
-
-    @classmethod
-    def from_spec(cls, spec: str, **kw) -> "PotConfig":
-        """A method spec: a method name or preset with optional options, e.g. "infinipot-paper+final_keep=512"."""
-        base, opts = split_method_spec(spec)
-        return cls(method=base, **{**kw, **opts})
 
     def validate(self) -> "PotConfig":
         """Raise UsageError naming the flag (or spec option) of the first value out of its range."""
@@ -115,6 +123,11 @@ SUMMARY_SPREAD = 16  # `summarize`'s spread when not given: its key points cover
 def catalyst_room(cfg: PotConfig) -> int | None:
     """How many catalyst tokens a bounded pot can hold beside what it keeps and one token read (None: unbounded)."""
     return cfg.size - cfg.keep - 1 if cfg.bounded else None
+
+
+def default(name: str):
+    """The declared default of a field."""
+    return next(f.default for f in dataclasses.fields(PotConfig) if f.name == name)
 
 
 def declared() -> list[dataclasses.Field]:

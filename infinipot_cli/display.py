@@ -28,6 +28,8 @@ from typing import Callable
 
 import numpy as np
 
+from .units import fmt_bytes, fmt_dur
+
 MODES = ("auto", "rich", "plain", "quiet")
 STRIP_WIDTH = 60
 BAR_WIDTH = 40
@@ -47,19 +49,6 @@ MESSAGE_STYLES = {"warning": "yellow", "warn": "yellow", "error": "bold red", "i
 # ---- formatting helpers -----------------------------------------------------------------------------
 def fmt_int(n: int | float | None) -> str:
     return "?" if n is None else f"{int(n):,}"
-
-
-def fmt_dur(s: float | None) -> str:
-    if s is None or not math.isfinite(s) or s < 0:
-        return "?"
-    s = int(round(s))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
-
-
-def fmt_mb(nbytes: int | None) -> str:
-    return "?" if nbytes is None else f"{nbytes / 1e6:,.1f} MB"
 
 
 def fmt_rate(r: float | None) -> str:
@@ -256,6 +245,10 @@ class Display:
                 st = ""
         self.console.print(Text(text, style=st), soft_wrap=True)
 
+    def warn(self, text: str) -> None:
+        """A warning: above the live view, and on stderr even in quiet mode (-q silences only the progress)."""
+        self.message(f"warning: {text}", style="warning", always=True)
+
     def on_event(self, ev) -> None:
         """Record an engine Event. O(1) except for copying kept_src on "distill"."""
         now = self.clock()
@@ -419,7 +412,7 @@ class Display:
         if s["tokens_read"]:
             pct = 100.0 * s["remembered_tokens"] / s["tokens_read"]
             parts.append(f"remembers {fmt_int(s['remembered_tokens'])} tokens ({pct:.1f}%)")
-        parts.append(f"KV {fmt_mb(s['kv_bytes'])}")
+        parts.append(f"KV {fmt_bytes(s['kv_bytes'])}")
         if s["answer_tokens"] or s["answer_s"] is not None:
             a = f"answer {fmt_int(s['answer_tokens'])} tokens"
             if s["answer_s"]:
@@ -564,7 +557,7 @@ class Display:
         read.append(f"  · {fmt_dur(self.elapsed())}", style="dim")
         grid.add_row("read", read)
         cycles = self.cycles()
-        grid.add_row("CCD", Text(f"{cycles} cycle{'s' if cycles != 1 else ''}  · KV {fmt_mb(ev.kv_bytes)}"))
+        grid.add_row("CCD", Text(f"{cycles} cycle{'s' if cycles != 1 else ''}  · KV {fmt_bytes(ev.kv_bytes)}"))
 
         # memory strip
         strip_w = max(10, min(STRIP_WIDTH, width - 12))

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from .archive import Archive, recall
+from .archive import Archive
 from .config import PotConfig, catalyst_room, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, answer_room, generate
 from .devices import sync
@@ -30,7 +30,8 @@ from .interrupts import deferred_interrupt
 from .pot import MemoryPot
 from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
-from .scoring.policies import SelectionInputs, make_policy
+from .scoring.policies import make_policy
+from .scoring.policy import SelectionInputs
 from .scoring.segments import BoundaryTable, unit_starts
 from .spread import spread_select
 
@@ -98,7 +99,7 @@ class Engine:
         self.where = ""
         self.timings = Timings()
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
-        self.archive = Archive()          # evicted sentences (token ids), for questions asked later (recall)
+        self.archive = Archive(config.archive_segment)  # evicted sentences (token ids), for questions asked later (recall)
         self.recalled = 0                 # tokens the last answer recalled from the archive
         # (src, tok (N,), header ids): the kept text the last answer was written from (evidence.py reads it)
         self.answered_from: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
@@ -353,7 +354,7 @@ class Engine:
         InfiniPot policy with `spread` stretches."""
         pol = self.policy
         return (bool(self.cfg.spread) and general and pol.catalyst == "prompt" and pol.share
-                and getattr(pol, "segment", 0) > 0 and self.cfg.method in ("infinipot", "cap"))
+                and getattr(pol, "segment", 0) > 0 and pol.pot_options)
 
     # ---- answering ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -385,8 +386,8 @@ class Engine:
         snap = pot.snapshot() if question or target is not None else None  # what this answer changes is undone
         try:
             if question and cfg.bounded and cfg.recall and focus is not None:  # a question the pot was not read with
-                self.recalled = self._recall(recall(self, prompt_ids, focus, max_new_tokens), prompt_ids, focus,
-                                             max_new_tokens)
+                self.recalled = self._recall(self._recall_candidates(prompt_ids, focus, max_new_tokens), prompt_ids,
+                                             focus, max_new_tokens)
                 target = self._final_target(len(prompt_ids), max_new_tokens, question) if self.recalled else target
             if target is not None:
                 self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
@@ -415,7 +416,7 @@ class Engine:
         cannot hold the prompt and the answer (§3.2); for a question also `final_keep`, the narrowing."""
         pot, cfg = self.pot, self.cfg
         if not cfg.bounded:
-            return cfg.keep if cfg.method == "snapkv" and len(pot) > cfg.keep else None  # SnapKV's one compression
+            return cfg.keep if self.policy.compress_at_end and len(pot) > cfg.keep else None  # SnapKV's one compression
         limit = cfg.size - prompt_len - max_new_tokens
         if limit <= pot.n_pinned + 16:
             raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
@@ -452,6 +453,25 @@ class Engine:
         for i in range(0, last, self.cfg.chunk):
             self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], use_cache=True, **with_cache(self.model.model, cache))
         return cache, ids[0, last:].tolist()
+
+    def question_known(self, prompt_ids: list[int], focus: tuple[int, int] | None) -> bool:
+        """True when the pot was read with this very question as the catalyst (CaP-Q): nothing to recall."""
+        cf = self.catalyst_focus
+        if focus is None or cf is None:
+            return False
+        return list(prompt_ids[focus[0]:focus[1]]) == list(self.catalyst[cf[0]:cf[1]])
+
+    def _recall_candidates(self, prompt_ids: list[int], focus: tuple[int, int],
+                           max_new_tokens: int) -> list[tuple[int, list[int]]]:
+        """The archive's best sentences for the question (`focus`: its tokens in `prompt_ids`), in document
+        order, as (document start, token ids), within the room the pot leaves beside the answer; [] when the pot
+        was read with this question or nothing matches."""
+        cfg, pot = self.cfg, self.pot
+        budget = min(cfg.recall, cfg.size - cfg.keep - len(prompt_ids) - max_new_tokens)
+        if budget < 8 or not len(self.archive) or self.question_known(prompt_ids, focus):
+            return []
+        question = self.tok.decode(prompt_ids[focus[0]:focus[1]], skip_special_tokens=True)
+        return self.archive.recall(self.tok, question, budget, exclude=pot.src[pot.src >= 0].unique())
 
     def _recall(self, segs: list[tuple[int, list[int]]], prompt_ids: list[int], focus, max_new_tokens: int) -> int:
         """Forward recalled sentences (document start, token ids) into the pot at their document positions, as
@@ -535,7 +555,8 @@ class Engine:
         eng._fed = int(facts.get("fed", eng.tokens_read + len(eng.pending)))
         eng.where = str(facts.get("where", ""))
         if "archive.segs" in tensors:  # pots saved before the archive existed have none
-            eng.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"])
+            eng.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"],
+                                               eng.cfg.archive_segment)
         return eng
 
     # ---- events ---------------------------------------------------------------------------------

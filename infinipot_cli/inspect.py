@@ -10,6 +10,7 @@ import torch
 from .display import cell_char
 from .engine import where_at
 from .potfile import _load_some, _load_tensors, _parse_meta, _read_header
+from .units import fmt_bytes
 
 
 def _spans(counts: torch.Tensor) -> list[tuple[int, int]]:
@@ -109,17 +110,6 @@ def inspect_pot(path: str | os.PathLike, tokenizer=None, bins: int = 60, top: in
     }
 
 
-def _human_bytes(n) -> str:
-    if n is None:
-        return "?"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
 def strip_line(shares: list[float]) -> str:
     """One block character per bin: blank for nothing kept, ▁..█ by share (the live display's strip)."""
     return "".join(cell_char(s) for s in shares)
@@ -136,7 +126,7 @@ def render_inspect(info: dict, console) -> None:
     tab.add_column(style="bold cyan", no_wrap=True)
     tab.add_column()
     rows = [
-        ("pot", f"{info['path']} ({_human_bytes(info.get('file_bytes'))})"),
+        ("pot", f"{info['path']} ({fmt_bytes(info.get('file_bytes'))})"),
         ("model", f"{info.get('model')}  [dim]{info.get('fingerprint')} · {info.get('dtype')}[/dim]"),
         ("made", f"{info.get('created') or '?'} by infinipot {info.get('infinipot_version')}"),
         ("method", f"{cfg.get('method')}  pot {cfg.get('size')} · keep {cfg.get('keep')} · "
@@ -147,8 +137,8 @@ def render_inspect(info: dict, console) -> None:
                  + (f" (+{info['pending']} pending)" if info.get("pending") else "")
                  + (f", up to {escape(info['where'])}" if info.get("where") else "")),
         ("holds", f"{info['entries']} entries per head ({info['n_pinned']} pinned) · {info['layers']} layers × "
-                  f"{info['kv_heads']} KV heads · KV {_human_bytes(info.get('kv_bytes'))}"),
-        ("on disk", f"{_human_bytes(info.get('file_bytes'))} ({info.get('file_bytes') or 0:,} bytes; KV stored as "
+                  f"{info['kv_heads']} KV heads · KV {fmt_bytes(info.get('kv_bytes'))}"),
+        ("on disk", f"{fmt_bytes(info.get('file_bytes'))} ({info.get('file_bytes') or 0:,} bytes; KV stored as "
                     f"{info.get('kv_dtype')}"
                     + (f", {info['file_bytes'] // info['entries']:,} bytes per entry)" if info.get("entries") else ")")),
         ("remembers", f"{info['remembered']['tokens']:,} document tokens "

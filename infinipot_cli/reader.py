@@ -44,6 +44,14 @@ class SourceRecord:
             d["read"] = list(self.read)
         return d
 
+    @classmethod
+    def from_json(cls, r: dict) -> "SourceRecord":
+        """The record `as_json` wrote (a saved pot's sources)."""
+        units = {k: r[k] for k in ("pages", "chapters", "lines") if k in r}
+        return cls(path=r.get("path", "?"), format=r.get("format", "?"), size=r.get("size"), sha256=r.get("sha256"),
+                   tokens=r.get("tokens", 0), units=units, stopped_at=r.get("stopped_at"),
+                   read=list(r.get("read") or []))
+
 
 def _pieces(text: str, limit: int = PIECE_CHARS) -> Iterator[str]:
     while len(text) > limit:

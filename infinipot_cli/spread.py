@@ -44,7 +44,7 @@ def spread_select(policy, inp, src: torch.Tensor, read: int, bins: int) -> torch
 
     src: (L|1, H|1, N) document positions of the candidates (every head holds the same: shared selection);
     returns (L, H, budget) candidate indices, ascending, as `policy.select` does."""
-    from .scoring.policies import SelectionInputs
+    from .scoring.policy import SelectionInputs
 
     L, H = inp.shape
     pos = src.reshape(-1, src.shape[-1])[0]  # (N,)

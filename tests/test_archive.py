@@ -1,11 +1,11 @@
-"""The archive of evicted sentences (archive.py) and recall at ask time (issue 25: read once, ask later)."""
+"""The archive of evicted sentences (archive.py) and recall at ask time (read once, ask later)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from infinipot_cli.archive import Archive, question_known
+from infinipot_cli.archive import Archive
 from infinipot_cli.engine import Engine, PotConfig
 from infinipot_cli.potfile import load_pot, save_pot
 from infinipot_cli.prompts import Prompts
@@ -86,7 +86,7 @@ def test_archive_is_saved_and_loaded_with_the_pot(model, tok, tmp_path):
 
 
 def test_recall_ranks_the_sentence_with_the_questions_words_first(tok):
-    a = Archive()
+    a = Archive(max_segment=48)
     ids = _doc(tok, copies=4, fact_at=2)
     from infinipot_cli.scoring.segments import BoundaryTable, unit_starts
 
@@ -108,7 +108,7 @@ def test_recall_keeps_the_pot_bounded_and_brings_the_fact_back(model, tok):
     fact_at = next(i for i in range(len(ids)) if ids[i:i + len(fact_ids)] == fact_ids)
     P = Prompts(tok)
     prompt, focus = P.ask(QUESTION)
-    assert not question_known(eng, prompt, focus)
+    assert not eng.question_known(prompt, focus)
     eng.cfg.reencode = False
     n_before, answered_from = len(eng.pot), []
     eng.answer(prompt, "question", max_new_tokens=4, focus=focus,
@@ -125,7 +125,7 @@ def test_no_recall_when_the_pot_was_read_with_the_question(model, tok):
     cat, cfocus = P.catalyst("question", QUESTION)
     prompt, focus = P.ask(QUESTION, answer_prefix="It is hidden in")
     eng = Engine(model, tok, PotConfig(size=160, keep=80), catalyst_ids=cat, catalyst_focus=cfocus)
-    assert question_known(eng, prompt, focus)
+    assert eng.question_known(prompt, focus)
 
 
 @pytest.mark.slow  # the recall mechanics run on a tiny model above; this is the real-model CLI path

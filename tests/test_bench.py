@@ -5,6 +5,7 @@ Uses the built-in model with tiny lengths; `--threads 1` keeps runs quick on a b
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -128,6 +129,39 @@ def test_bench_needle_custom_needle_and_bad_options(tmp_path):
     assert r.exit_code == 2 and "--keep" in r.output
 
 
+def test_bench_takes_the_pot_knobs_of_the_reading_commands():
+    """The bench's pot options are config.py's knobs: the same flags, defaults and meaning as `infinipot ask`
+    (--keep defaults to half the pot), passed on to the speed worker only when given."""
+    from infinipot_cli.config import PotConfig
+    from infinipot_cli.evaluate.needle import NeedleConfig
+    from infinipot_cli.evaluate.speed import SpeedConfig, worker_command
+
+    cfg = SpeedConfig(methods=["infinipot"], lengths=[1000], pot={"size": 512})
+    assert (cfg.describe()["pot_size"], cfg.describe()["keep"]) == (512, 256)
+    assert cfg.pot_config("infinipot") == PotConfig.resolve("infinipot", {"size": 512})
+    assert cfg.pot_config("streaming-tbt").keep == 511 and cfg.pot_config("plain").method == "plain"
+    cmd = worker_command(cfg, "infinipot", 1000)
+    assert cmd[cmd.index("--pot-size") + 1] == "512" and "--keep" not in cmd and "--chunk" not in cmd
+    assert NeedleConfig(["infinipot+final_keep=128"], [1000], [0.5]).pot_config("infinipot+final_keep=128") == \
+        PotConfig.resolve("infinipot+final_keep=128")
+    r = CliRunner().invoke(bench_app, ["speed", "--help"])
+    assert all(flag in r.output for flag in ("--pot-size", "--keep", "--nuc-ratio", "--chunk", "--final-keep"))
+
+
+def _weights_mib(dtype: str) -> float:
+    """The built-in model's weights in `dtype`, in MiB (from the converted file's header: nothing loaded)."""
+    import math
+
+    import torch
+    from safetensors import safe_open
+
+    from infinipot_cli.model import builtin_model_path
+
+    with safe_open(str(Path(builtin_model_path()) / "model.safetensors"), "pt") as f:
+        n = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+    return n * torch.empty(0, dtype=getattr(torch, dtype)).element_size() / 2**20
+
+
 def test_bench_speed(tmp_path):
     out = tmp_path / "speed"
     r = CliRunner().invoke(bench_app, ["speed", "--lengths", "1k", "--methods", "infinipot,plain",
@@ -145,9 +179,12 @@ def test_bench_speed(tmp_path):
         assert x["length"] == 1024 and x["read_tok_s"] > 0
         for k in ("forward", "nuc", "cap", "select", "rerotate", "display", "read_s"):
             assert k in x["timings"]
-        assert x["peak_rss_mb"] > 100 and x["kv_bytes"] > 0 and 0 < x["peak_entries"] <= 512
+        # memory: the pot holds at most M entries; the process holds at least the model's weights (MiB)
+        assert 0 < x["peak_entries"] <= 512 and 0 < x["kv_bytes"] <= 512 * x["kv_per_token"]
+        weights = _weights_mib(x["dtype"])
+        assert weights <= x["load_rss_mb"] <= x["peak_rss_mb"]
         if sys.platform.startswith("linux"):  # the read's own peak: the model is resident, the load's peak is not
-            assert 100 < x["read_rss_mb"] <= x["peak_rss_mb"] and x["load_rss_mb"] <= x["peak_rss_mb"]
+            assert weights <= x["read_rss_mb"] <= x["peak_rss_mb"]
         assert x["kv_peak_bytes"] == x["peak_entries"] * x["kv_per_token"]
     assert runs["infinipot"]["cycles"] >= 1 and runs["infinipot"]["timings"]["nuc"] > 0
     # the display share is measured when infinipot_cli.display exists, else recorded as 0 with a note
@@ -176,7 +213,7 @@ def test_streaming_token_by_token(builtin):
     """streaming-tbt: one token per forward, one eviction per token once the pot is full (in-process, short)."""
     from infinipot_cli.evaluate.speed import SpeedConfig, measure
 
-    cfg = SpeedConfig(methods=["streaming-tbt"], lengths=[200], pot_size=128, keep=64, gen_tokens=2)
+    cfg = SpeedConfig(methods=["streaming-tbt"], lengths=[200], pot={"size": 128, "keep": 64}, gen_tokens=2)
     rec = measure(builtin, cfg, "streaming-tbt", 200)
     assert rec["length"] == 200 and rec["peak_entries"] <= 128
     assert rec["cycles"] >= 200 - 128  # after the pot fills, every token evicts one entry
@@ -206,7 +243,7 @@ def test_needle_table_and_heatmap_show_ood(tmp_path):
     assert _png_ok(needle_heatmap(summary, "full", [4096, 65536], [0.5], tmp_path / "h.png"))
 
 
-# ---- bench speed on accelerators, presets, synthetic models (issue 19) ------------------------------------
+# ---- bench speed on accelerators, presets, synthetic models ------------------------------------------
 
 cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -233,7 +270,7 @@ def test_speed_preset_measures_on_a_synthetic_model(tiny_synthetic):
     """A preset runs through `measure` (in-process, tiny synthetic model): it distils, and no GPU figure on the CPU."""
     from infinipot_cli.evaluate.speed import SpeedConfig, measure
 
-    cfg = SpeedConfig(methods=["infinipot-paper"], lengths=[600], pot_size=256, keep=128, chunk=128, gen_tokens=2)
+    cfg = SpeedConfig(methods=["infinipot-paper"], lengths=[600], pot={"size": 256, "keep": 128, "chunk": 128}, gen_tokens=2)
     rec = measure(tiny_synthetic, cfg, "infinipot-paper", 600)
     assert not rec["skipped"] and rec["length"] == 600 and rec["cycles"] >= 2
     assert rec["peak_entries"] <= 256 and rec["gpu_peak_mb"] is None
@@ -312,7 +349,7 @@ def test_cuda_speed_records_gpu_peak_and_prefill_runs():
 
     lm = load_synthetic("tiny-llama", "cuda", "bfloat16")
     assert prefill_fits(lm.model, 128 * 1024) is None
-    cfg = SpeedConfig(methods=["infinipot"], lengths=[600], pot_size=256, keep=128, chunk=128, gen_tokens=2)
+    cfg = SpeedConfig(methods=["infinipot"], lengths=[600], pot={"size": 256, "keep": 128, "chunk": 128}, gen_tokens=2)
     rec = measure(lm, cfg, "infinipot", 600)
     assert rec["gpu_peak_mb"] > 0 and rec["cycles"] >= 2
     assert rec["timings"]["read_s"] >= rec["timings"]["forward"] > 0
@@ -354,10 +391,10 @@ def test_speed_table_shows_gpu_peak_only_for_gpu_runs():
         con.print(speed_table(runs))
         return con.export_text()
 
-    assert "GPU peak MB" not in text([run])
+    assert "GPU peak MiB" not in text([run])
     gpu = {**run, "device": "cuda:0", "gpu_peak_mb": 17000.0, "gpu_name": "NVIDIA H100"}
     t = text([gpu, {"method": "prefill", "length_target": 1 << 20, "skipped": "OOM: needs ~99 GiB"}])
-    assert "GPU peak MB" in t and "17,000" in t and "OOM" in t
+    assert "GPU peak MiB" in t and "17,000" in t and "OOM" in t
     assert "cuda:0 (NVIDIA H100)" in speed_header([gpu])
 
 

@@ -13,9 +13,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.chat import ChatSession, ReadState
+from infinipot_cli.chat import ChatSession
 from infinipot_cli.cli import app
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.config import PotConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
@@ -89,20 +89,11 @@ class IdTok:
 # ---- the terminal loop with fake input --------------------------------------------------------------
 def _session(builtin, out, err):
     from infinipot_cli.documents import open_source
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.session import Session
 
-    P = Prompts(builtin.tokenizer)
-    cat, focus = P.catalyst("general")
-    eng = Engine(builtin.model, builtin.tokenizer, PotConfig(size=512, keep=256), catalyst_ids=cat,
-                 catalyst_focus=focus)
-    eng.pin(P.header_ids())
-    src = open_source(STORY, "auto")
-    rec = SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
-    read_source(eng, builtin.tokenizer, src, rec)
-    meta = {"sources": [rec.as_json()], "model": builtin.name, "catalyst": {"kind": "general", "text": None}}
-    state = ReadState(lm=builtin, prompts=P, engine=eng, save_meta=lambda: meta, sources=[STORY])
-    return ChatSession(state, max_new_tokens=32, out=out, err=err)
+    session = Session.start(builtin, PotConfig(size=512, keep=256))
+    session.read(open_source(STORY, "auto"))
+    return ChatSession(session, max_new_tokens=32, out=out, err=err)
 
 
 @pytest.mark.slow  # the pipe and pseudo-terminal tests answer with the real model in make test
@@ -159,18 +150,23 @@ def _read_until(fd, marker: bytes, timeout: float) -> bytes:
 
 @pytest.mark.skipif(not sys.platform.startswith(("linux", "darwin")), reason="needs a pseudo-terminal")
 def test_pty_session_answers_and_leaves_on_ctrl_d(story_pot):
+    """On a terminal: the prompt alone (-q: no banner), the question echoed, the answer `ask --load-pot` gives
+    for it, a new prompt; Ctrl-D leaves with exit 0."""
     import pty
 
+    expected = json.loads(invoke(["ask", "--load-pot", story_pot, Q_STEPS, "--json", "-q"] + ANSWER).stdout)["answer"]
+    assert expected
     master, slave = pty.openpty()
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), "TERM": "dumb"}
     p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "chat", "--load-pot", story_pot, "-q"] + ANSWER,
                          stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
     os.close(slave)
     try:
-        assert b"? " in _read_until(master, b"? ", 300)
+        assert _read_until(master, b"? ", 300).replace(b"\r", b"") == b"? "
         os.write(master, (Q_STEPS + "\n").encode())
-        got = _read_until(master, b"\n? ", 300)
-        assert b"? " in got and len(got.split(b"\n")) >= 2  # the echoed question, the answer, a new prompt
+        got = _read_until(master, b"\n? ", 300).decode().replace("\r", "")
+        echo, answer, prompt = got.split("\n")  # the echoed question, the answer, a new prompt
+        assert (echo, " ".join(answer.split()), prompt) == (Q_STEPS, " ".join(expected.split()), "? "), got
         os.write(master, b"\x04")  # Ctrl-D
         assert p.wait(timeout=60) == 0
     finally:

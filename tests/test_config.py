@@ -26,7 +26,7 @@ def test_defaults_and_paper_preset():
     assert split_method_spec("infinipot-paper+final_keep=512+alpha=0") == (
         "infinipot", {**PAPER_OPTIONS, "final_keep": 512, "alpha": 0.0})
     assert split_method_spec("infinipot+relevance=off+segment=16") == ("infinipot", {"relevance": False, "segment": 16})
-    cfg = PotConfig.from_spec("infinipot-paper", size=96, keep=48)
+    cfg = PotConfig.resolve("infinipot-paper", dict(size=96, keep=48))
     assert (cfg.method, cfg.share, cfg.segment, cfg.reencode, cfg.size) == ("infinipot", False, 0, False, 96)
     for bad in ("infinipot+spam=3", "infinipot+span=32", "infinipot+relevance=maybe", "infinipot+segment=x"):
         with pytest.raises(UsageError):

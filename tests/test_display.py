@@ -183,7 +183,7 @@ def test_rich_renders_occupancy_strip_and_stats(capsys):
     for s in ("1,536 / 2,048", "pinned 40", "distilled 984", "fresh 512", "free 512"):
         assert s in view, (s, view)
     assert "25,000 / 200,000 tokens" in view and "12%" in view
-    assert "1 cycle" in view and "50.3 MB" in view and "ch. 7" in view and "book.pdf (2/3)" in view
+    assert "1 cycle" in view and "48.0 MiB" in view and "ch. 7" in view and "book.pdf (2/3)" in view
     assert "tok/s" in view and "ETA" in view
     strip_line = next(l for l in view.splitlines() if l.strip().startswith("memory"))
     strip = strip_line.split("memory", 1)[1].strip()
@@ -316,7 +316,7 @@ def test_pot_bar_segments():
     assert sum(_segments(4096, [100, 1900, 37, 2059], 33)) == 33
 
 
-# ---- issue 22: ETA from the source, no "? tok/s", one cycle count, singular, quiet GGUF conversion -------------
+# ---- ETA from the source, no "? tok/s", one cycle count, singular, quiet GGUF conversion -------------
 def test_no_unknown_speed_at_the_start():
     d = Display("plain", stream=io.StringIO())
     d.on_event(ev("read", 500, 0, t=0.0))
@@ -342,7 +342,7 @@ def test_cycle_count_is_the_same_in_the_progress_line_and_the_final_line():
 
 
 def test_reading_progress_from_the_source_gives_an_eta(tmp_path):
-    from infinipot_cli.cli import _Progress
+    from infinipot_cli.session import _Progress
     from infinipot_cli.documents import open_source
     from infinipot_cli.reader import token_stream
 

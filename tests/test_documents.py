@@ -673,7 +673,7 @@ def test_named_pipe_is_streamed(tmp_path):
     t.join(5)
 
 
-# ---------------------------------------------------------------------------------------- issue 22
+# ---- damaged EPUB packages and PDFs ---------------------------------------------------------------------
 def _rewrite_zip(data: bytes, edit) -> bytes:
     """A copy of the zip `data` with edit(name, bytes) -> bytes | None (None drops the entry) applied."""
     out = io.BytesIO()

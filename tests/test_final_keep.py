@@ -1,5 +1,5 @@
 """The final narrowing (final_keep) applies only to pots distilled while reading: a document that fits the pot
-whole is answered from all of it (issue 22, measured in the README)."""
+whole is answered from all of it (measured in the README)."""
 
 from infinipot_cli.engine import Engine, PotConfig
 from tiny_models import VOCAB, LetterTokenizer, make_model

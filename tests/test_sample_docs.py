@@ -88,6 +88,32 @@ def test_manual_pdf():
     assert all("\ufb01" not in p.text and "infor-" not in p.text for p in items)
 
 
+def test_what_a_pot_records_of_each_format():
+    """The source record `--json` and pot files carry, per format (reader.py over a stand-in engine, no model):
+    the units (pages, chapters, lines), the labels read in order, every token fed counted, the content hash."""
+    from test_documents import _CharTok, _StubEngine
+
+    from infinipot_cli.reader import SourceRecord, read_source
+
+    expected = {
+        "manual.pdf": ("pdf", {"pages": 4}, ["p. i", "p. 1 · Chapter 1 Setup", "p. 2 · Chapter 2 Calibration",
+                                             "p. 3 · Chapter 3 Maintenance"]),
+        "guide.epub": ("epub", {"chapters": 3}, ["ch. 1 · Getting There", "ch. 2 · Where to Stay",
+                                                 "ch. 3 · What to Eat"]),
+        "report.html": ("html", {}, ["§ Kestrel Rock Seabird Survey 2024", "§ Summary", "§ Methods", "§ Results",
+                                     "§ Recommendations"]),
+        "lighthouse.txt": ("text", {"lines": 223}, ["lines 1-223"]),
+    }
+    for name, (fmt, units, read) in expected.items():
+        src = open_source(str(SAMPLES / name))
+        eng, rec = _StubEngine(), SourceRecord(path=src.path, format=src.format, size=src.size_bytes)
+        read_source(eng, _CharTok(), src, rec)
+        out = rec.as_json()
+        assert (out["format"], rec.units, out["read"]) == (fmt, units, read), name
+        assert out["tokens"] == sum(len(ids) for ids, _ in eng.fed) > 400 and out["stopped_at"] is None
+        assert out["sha256"] == src.content_hash and out["size"] == (SAMPLES / name).stat().st_size
+
+
 def test_readme_lists_every_sample():
     readme = (SAMPLES / "README.md").read_text()
     for name in ("lighthouse.txt", "report.html", "guide.epub", "manual.pdf"):

@@ -1,15 +1,16 @@
-"""Sentence segments (scoring/segments.py) and the InfiniPot `segment` / `relevance` options (issue 6)."""
+"""Sentence segments (scoring/segments.py) and the InfiniPot `segment` / `relevance` options."""
 
 import torch
 
 from infinipot_cli.engine import Engine, PotConfig
-from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
+from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.scoring.policy import SelectionInputs
 from infinipot_cli.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
 from tiny_models import VOCAB, make_model
 
 
 def seg_policy(**kw):
-    return InfiniPotPolicy(PotConfig(**{"share": False, "relevance": False, "segment": 48, **kw}))
+    return InfiniPotPolicy.from_config(PotConfig(**{"share": False, "relevance": False, "segment": 48, **kw}))
 
 DOT, PARA, BANG, NL = 1, 2, 3, 4  # token ids the stand-in tokenizer decodes as ".", "\n\n", "!", "\n"
 
@@ -125,7 +126,7 @@ def test_engine_with_segments_and_relevance_respects_the_cap_and_keeps_one_subse
     assert all(torch.equal(src[l, h], src[0, 0]) for l in range(src.shape[0]) for h in range(src.shape[1]))
 
 
-# ---- sentence ends with a real tokenizer (issue 22: "4.19.0" was cut into "version 4." and "19.") -------------
+# ---- sentence ends with a real tokenizer ("4.19.0" was once cut into "version 4." and "19.") -------------
 def _sentences(tok, text):
     ids = tok.encode(text, add_special_tokens=False)
     starts = unit_starts(torch.arange(len(ids))[None], torch.tensor([ids]), BoundaryTable(tok))[0].tolist()
@@ -165,7 +166,7 @@ def test_a_blank_line_ends_a_paragraph_without_a_period_and_a_wrapped_line_does_
 
 
 def test_a_planted_sentence_at_the_budget_edge_is_never_cut_mid_way():
-    """Issue 25: the best sentence that does not fit the room left is kept whole or not at all; the room goes
+    """The best sentence that does not fit the room left is kept whole or not at all; the room goes
     to whole smaller sentences further down and, last, to single entries of the worst-ranked ones."""
     torch.manual_seed(0)
     for trial in range(200):

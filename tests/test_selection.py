@@ -5,7 +5,8 @@ import torch
 
 from infinipot_cli.config import PotConfig
 from infinipot_cli.engine import Engine
-from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
+from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.scoring.policy import SelectionInputs
 from infinipot_cli.scoring.scorer import InfiniPotScorer
 from infinipot_cli.scoring.selector import select_tokens
 from tiny_models import VOCAB, make_model
@@ -30,7 +31,7 @@ def rand(seed, shape=(L, H, N)):
 
 
 def policy(**kw):
-    return InfiniPotPolicy(PotConfig(segment=0, **{"share": False, "relevance": False, **kw}))
+    return InfiniPotPolicy.from_config(PotConfig(segment=0, **{"share": False, "relevance": False, **kw}))
 
 
 def test_paper_selection_differs_per_head_and_share_makes_it_one_set():
@@ -101,5 +102,5 @@ def test_engine_default_keeps_one_document_subset_for_every_head(arch):
 
     src = read(PotConfig(size=96, keep=48, chunk=32))
     assert (src == src[:1, :1]).all()                    # one subset of the document, the same in every head
-    paper = read(PotConfig.from_spec("infinipot-paper", size=96, keep=48, chunk=32))
+    paper = read(PotConfig.resolve("infinipot-paper", dict(size=96, keep=48, chunk=32)))
     assert not (paper == paper[:1, :1]).all()            # the paper selects per (layer, head)

@@ -5,7 +5,8 @@ import torch
 
 from infinipot_cli.config import PotConfig
 from infinipot_cli.keypoints import key_points, where_fields
-from infinipot_cli.scoring.policies import InfiniPotPolicy, SelectionInputs
+from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.scoring.policy import SelectionInputs
 from infinipot_cli.config import SUMMARY_SPREAD
 from infinipot_cli.spread import bins_of, quotas, spread_select
 from test_engine import PROMPT, doc_ids, run_engine
@@ -24,7 +25,7 @@ def test_spread_select_takes_every_stretch_even_when_scores_favour_the_end():
     ramp = torch.linspace(0, 1, n).view(1, 1, n).expand(2, 2, n).contiguous()  # later = better, both scores
     inp = SelectionInputs(budget=budget, n=n, shape=(2, 2), nov=ramp, cap=ramp.clone(),
                           starts=(torch.arange(n) % 10 == 0).view(1, 1, n))
-    pol = InfiniPotPolicy(PotConfig(segment=10))
+    pol = InfiniPotPolicy.from_config(PotConfig(segment=10))
     plain = pol.select(inp)[0, 0]
     assert int(plain.min()) >= n - 2 * budget  # without spread: only the end
     got = spread_select(pol, inp, src, n, 4)

@@ -21,7 +21,8 @@ from typing import Optional
 import typer
 
 from ..errors import InfinipotError, UsageError
-from ..config import DTYPE_HELP, METHODS
+from ..config import DTYPE_HELP, METHODS, PotConfig
+from ..knob_options import knob, with_knobs
 from . import report
 from .haystack import check_haystack
 
@@ -37,9 +38,14 @@ ModelOpt = typer.Option(None, "--model", "-m", envvar="INFINIPOT_MODEL",
                              "(default: the built-in SmolLM2-135M).")
 DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto (default: auto).")
 DtypeOpt = typer.Option(None, "--dtype", help=DTYPE_HELP)
-ChunkOpt = typer.Option(1024, "--chunk", min=1, help="Most tokens per forward pass.")
-PotOpt = typer.Option(2048, "--pot-size", "-M", min=1, help="Pot size M: KV entries per (layer, head).")
-KeepOpt = typer.Option(1024, "--keep", "-C", min=1, help="Entries kept by a distillation (C < M).")
+SHORT = {"size": "-M", "keep": "-C"}  # the pot knobs (config.py) take these short flags here too
+PotOpt, KeepOpt, ChunkOpt = knob("size", SHORT["size"]), knob("keep", SHORT["keep"]), knob("chunk")
+
+
+def _sizes(pot_size: int | None, keep: int | None, chunk: int | None) -> PotConfig:
+    """The default method's configuration with the sizes given (the declared defaults otherwise)."""
+    given = {"size": pot_size, "keep": keep, "chunk": chunk}
+    return _check_pot([], {k: v for k, v in given.items() if v is not None})
 HaystackOpt = typer.Option(None, "--haystack", help="The haystack: builtin (varied generated prose, the default), "
                                                     "python-docs (real prose: the Python language reference, "
                                                     "shipped with Python) or a text file (from a seed-chosen line, "
@@ -57,11 +63,12 @@ def _fail(e: InfinipotError) -> None:
     raise typer.Exit(e.exit_code)
 
 
-def _check_pot(pot_size: int, keep: int, chunk: int) -> None:
-    if keep >= pot_size:
-        raise UsageError(f"--keep ({keep}) must be smaller than --pot-size ({pot_size})")
-    if chunk < 1:
-        raise UsageError("--chunk must be positive")
+def _check_pot(methods: list[str], knobs: dict) -> PotConfig:
+    """Every method's configuration with the knobs given, validated as the reading commands do; the default
+    method's, whose sizes the tables and plots name."""
+    for m in methods:
+        PotConfig.resolve(m, knobs)
+    return PotConfig.resolve(None, knobs)
 
 
 def _load(model, device, dtype, threads):
@@ -95,14 +102,12 @@ def _trace_outputs(rec: dict, out: Path, about: str) -> None:
 
 
 @bench_app.command("needle")
+@with_knobs(SHORT)
 def needle_cmd(
     lengths: str = typer.Option("4k,8k,16k", "--lengths", "-l", help="Haystack lengths in tokens: 4k,16k,64k,256k,1m."),
     depths: str = typer.Option("0.1,0.5,0.9", "--depths", "-d", help="Needle depths (0 = start, 1 = end)."),
     trials: int = typer.Option(1, "--trials", "-t", min=1, help="Trials per (length, depth); each draws a new needle."),
     methods: str = typer.Option("infinipot", "--methods", help=f"Comma-separated: {', '.join(METHODS)}."),
-    pot_size: int = PotOpt,
-    keep: int = KeepOpt,
-    chunk: int = ChunkOpt,
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
@@ -132,6 +137,7 @@ def needle_cmd(
                                                       "are and what fills the pot: a `trace` per trial in needle.json, "
                                                       "trace-<method>-<length>-<depth>-<trial>.png and a summary on "
                                                       "stderr."),
+    knobs: dict = None,
 ) -> None:
     """Needle in a haystack: accuracy per method x length x depth; JSON of every trial; a heatmap per method."""
     from . import plots, report
@@ -141,12 +147,12 @@ def needle_cmd(
 
     try:
         cfg = NeedleConfig(methods=report.parse_methods(methods, METHODS), lengths=report.parse_lengths(lengths),
-                           depths=report.parse_depths(depths), trials=trials, pot_size=pot_size, keep=keep,
-                           chunk=chunk, kinds=parse_kinds(kinds),
+                           depths=report.parse_depths(depths), trials=trials, pot=knobs,
+                           kinds=parse_kinds(kinds),
                            needle=custom_needle(needle, question, expect, answer_prefix),
                            haystack=haystack or None, seed=seed, max_new_tokens=max_new_tokens,
                            trace=trace, flows=parse_flows(flow))
-        _check_pot(pot_size, keep, chunk)
+        pot = _check_pot(cfg.methods, knobs)
         check_haystack(haystack)
         if synthetic:
             from ..threads import configure
@@ -164,7 +170,7 @@ def needle_cmd(
         progress = Progress(sum(cfg.lengths) * len(cfg.depths) * cfg.trials * runs, enabled=not quiet)
         if not quiet:
             typer.echo(f"needle: {total} runs, {lm.name} on {lm.device} ({str(lm.dtype).removeprefix('torch.')}, "
-                       f"{torch_threads()} threads), pot {pot_size}/{keep}", err=True)
+                       f"{torch_threads()} threads), pot {pot.size}/{pot.keep}", err=True)
         out.mkdir(parents=True, exist_ok=True)
         trials_done: list[dict] = []
         t0 = time.perf_counter()
@@ -177,7 +183,7 @@ def needle_cmd(
 
         def on_trial(rec: dict) -> None:  # rewrite the JSON after every trial: long runs keep partial results
             if rec.get("trace") is not None:
-                _trace_outputs(rec, out, f"M={pot_size}, C={keep}, {lm.name}")
+                _trace_outputs(rec, out, f"M={pot.size}, C={pot.keep}, {lm.name}")
             trials_done.append(rec)
             report.write_json(out / "needle.json", doc(False))
 
@@ -187,7 +193,7 @@ def needle_cmd(
         labels = list(dict.fromkeys(c["method"] for c in summary))
         pngs = [plots.needle_heatmap(summary, m, cfg.lengths, cfg.depths,
                                      out / f"needle-{re.sub(r'[^A-Za-z0-9.+=_-]+', '-', m)}.png",
-                                     title=f"{m} (M={pot_size}, C={keep})\n{lm.name}") for m in labels]
+                                     title=f"{m} (M={pot.size}, C={pot.keep})\n{lm.name}") for m in labels]
     except InfinipotError as e:
         _fail(e)
         return
@@ -202,13 +208,11 @@ def needle_cmd(
 
 
 @bench_app.command("speed")
+@with_knobs(SHORT)
 def speed_cmd(
     lengths: str = typer.Option("2k,8k,32k", "--lengths", "-l", help="Document lengths in tokens: 2k,8k,32k,128k."),
     methods: str = typer.Option("infinipot,plain,prefill", "--methods",
                                 help=f"Comma-separated: {', '.join(METHODS)}, plain, prefill, streaming-tbt."),
-    pot_size: int = PotOpt,
-    keep: int = KeepOpt,
-    chunk: int = ChunkOpt,
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
@@ -219,17 +223,18 @@ def speed_cmd(
     threads: Optional[int] = ThreadsOpt,
     synthetic: Optional[str] = SyntheticOpt,
     out: Path = typer.Option(Path("bench-results/speed"), "--out", "-o", help="Folder for speed.json and speed.png."),
+    knobs: dict = None,
 ) -> None:
     """Read throughput, time split, peak RSS and KV bytes per length; one fresh process per (method, length)."""
     from . import plots, report
-    from .speed import SPEED_METHODS, SpeedConfig, run_speed
+    from .speed import PSEUDO, SPEED_METHODS, SpeedConfig, run_speed
 
     try:
         cfg = SpeedConfig(methods=report.parse_methods(methods, SPEED_METHODS), lengths=report.parse_lengths(lengths),
-                          pot_size=pot_size, keep=keep, chunk=chunk, model=model, device=device, dtype=dtype,
+                          pot=knobs, model=model, device=device, dtype=dtype,
                           haystack=haystack or None, seed=seed, gen_tokens=gen_tokens,
                           threads=threads, synthetic=synthetic or None)
-        _check_pot(pot_size, keep, chunk)
+        pot = _check_pot([m for m in cfg.methods if m not in PSEUDO], knobs)
         check_haystack(haystack)
         from ..model import pick_device, pick_dtype, resolve_model_path
 
@@ -263,7 +268,7 @@ def speed_cmd(
     report.write_json(out / "speed.json", doc(True))
     first = next((r for r in runs if r.get("model")), {})
     png = plots.speed_plot(runs, out / "speed.png",
-                           title=f"M={pot_size}, C={keep}, chunk {chunk}, {first.get('model', '')} on {first.get('device', '')}")
+                           title=f"M={pot.size}, C={pot.keep}, chunk {pot.chunk}, {first.get('model', '')} on {first.get('device', '')}")
     con = report.console()
     con.print(report.speed_header(runs))
     con.print(report.speed_table(runs))
@@ -294,8 +299,8 @@ def qa_cmd(
                                                     help="Run the direct flow only on documents up to this length."),
     method: str = typer.Option("infinipot", "--method", help="The pot's method spec (config.py), e.g. "
                                                              "infinipot+final_keep=1024."),
-    pot_size: int = PotOpt,
-    keep: int = KeepOpt,
+    pot_size: Optional[int] = PotOpt,
+    keep: Optional[int] = KeepOpt,
     final_keep: Optional[int] = typer.Option(None, "--final-keep", min=0, help="Entries the question's last "
                                              "distillation keeps (default: the method's); also the words baseline's "
                                              "token budget (default 512)."),
@@ -325,14 +330,15 @@ def qa_cmd(
         return got
 
     try:
+        sizes = _sizes(pot_size, keep, None)
         cfg = QAConfig(corpus=corpus, docs=[d.strip() for d in docs.split(",") if d.strip()] if docs else None,
                        limit=limit, ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
                        flows=parse(flows, FLOWS, "--flows"),
                        baselines=parse(baselines, BASELINES, "--baselines"), max_tokens=max_tokens,
-                       direct_max_tokens=direct_max_tokens, method=method, pot_size=pot_size, keep=keep,
+                       direct_max_tokens=direct_max_tokens, method=method, pot_size=sizes.size, keep=sizes.keep,
                        final_keep=final_keep, max_new_tokens=max_new_tokens,
                        variants=parse(variants, VARIANTS, "--variants") or ["standard"])
-        _check_pot(pot_size, keep, 1024)
+        _check_pot([method], {"size": sizes.size, "keep": sizes.keep})
         load_corpus(corpus)  # a bad folder fails before the model loads
         lm = _load(model, device, dtype, threads)
         out.mkdir(parents=True, exist_ok=True)
@@ -371,9 +377,9 @@ def summary_cmd(
                                 help=f"Comma-separated: {', '.join(METHODS)}, infinipot-paper, and the baselines head, "
                                      "tail (the document cut to what a pot shows) and whole (where it fits the "
                                      "model's window)."),
-    pot_size: int = PotOpt,
-    keep: int = KeepOpt,
-    chunk: int = ChunkOpt,
+    pot_size: Optional[int] = PotOpt,
+    keep: Optional[int] = KeepOpt,
+    chunk: Optional[int] = ChunkOpt,
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=16, help="Summary budget in tokens."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
@@ -390,9 +396,10 @@ def summary_cmd(
 
     try:
         allowed = list(METHODS) + list(PRESETS) + list(BASELINES)
-        cfg = SummaryBenchConfig(methods=report.parse_methods(methods, allowed), pot_size=pot_size, keep=keep,
-                                 chunk=chunk, max_new_tokens=max_new_tokens)
-        _check_pot(pot_size, keep, chunk)
+        sizes = _sizes(pot_size, keep, chunk)
+        cfg = SummaryBenchConfig(methods=report.parse_methods(methods, allowed), pot_size=sizes.size, keep=sizes.keep,
+                                 chunk=sizes.chunk, max_new_tokens=max_new_tokens)
+
         chosen = load_corpus(corpus, [d.strip() for d in docs.split(",") if d.strip()] if docs else None)
         lm = _load(model, device, dtype, threads)
     except InfinipotError as e:

@@ -9,14 +9,12 @@ range — the paper's Table 4 marks those cells the same way.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
-from ..engine import Engine
 from ..prompts import Prompts
-from ..stopping import Stopper
+from ..session import Catalyst, Session
 from .haystack import Placement, haystack_units, token_pieces
 from .needles import Needle, make_needle
 from .progress import Progress, fmt_tokens
@@ -28,9 +26,7 @@ class NeedleConfig:
     lengths: list[int]
     depths: list[float]
     trials: int = 1
-    pot_size: int = 2048
-    keep: int = 1024
-    chunk: int = 1024
+    pot: dict = field(default_factory=dict)  # the pot knobs given (config.py: --pot-size, --keep, --chunk, ...)
     kinds: list[str] = field(default_factory=lambda: ["passkey", "name", "fact"])
     needle: Needle | None = None      # a fixed user needle instead of drawn ones
     haystack: str | None = None       # "python-docs", a text file, or None = the built-in varied haystack
@@ -40,9 +36,15 @@ class NeedleConfig:
     trace: bool = False               # record per-distillation needle diagnostics (trace.py)
     flows: list[str] = field(default_factory=lambda: ["direct"])  # FLOWS: question known while reading, or not
 
+    def pot_config(self, method: str | None = None) -> PotConfig:
+        """The configuration `method` reads with: its spec and the knobs given, as `infinipot ask` resolves them."""
+        return PotConfig.resolve(method, self.pot)
+
     def describe(self) -> dict:
-        d = {k: getattr(self, k) for k in ("methods", "lengths", "depths", "trials", "pot_size", "keep", "chunk",
-                                          "kinds", "haystack", "seed", "max_new_tokens", "trace", "flows")}
+        d = {k: getattr(self, k) for k in ("methods", "lengths", "depths", "trials")}
+        pot = self.pot_config()
+        d.update({"pot_size": pot.size, "keep": pot.keep, "chunk": pot.chunk})
+        d.update({k: getattr(self, k) for k in ("kinds", "haystack", "seed", "max_new_tokens", "trace", "flows")})
         d["needle"] = self.needle.as_dict() if self.needle else None
         return d
 
@@ -104,20 +106,21 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
     rec: dict = {"method": method, "flow": flow, "length_target": length, "length": 0, "depth": depth, "trial": trial,
                  "needle_kind": needle.kind, "needle": needle.text, "question": needle.question,
                  "expect": needle.expect, "answer_prefix": needle.answer_prefix, "answer": None, "correct": None,
-                 "skipped": None, "pot_size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk}
+                 "skipped": None}
+    pcfg = cfg.pot_config(method)
+    rec.update({"pot_size": pcfg.size, "keep": pcfg.keep, "chunk": pcfg.chunk})
     header = prompts.header_ids()
     ask, ask_focus = prompts.ask(needle.question, answer_prefix=needle.answer_prefix)
     limit = max_positions(lm.model)
     if split_method_spec(method)[0] in UNBOUNDED and limit and len(header) + length + len(ask) + cfg.max_new_tokens > limit:
         rec["skipped"] = f"OOD: {fmt_tokens(length)} tokens exceed the model's {limit} positions"
         return rec
-    pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
     placement = Placement()
     tracer = None
     if cfg.trace:
         from .trace import NeedleTracer
 
-        tracer = NeedleTracer(lm.tokenizer, placement, recent=cfg.pot_size - cfg.keep if pcfg.bounded else 0)
+        tracer = NeedleTracer(lm.tokenizer, placement, recent=pcfg.size - pcfg.keep if pcfg.bounded else 0)
 
     def on_event(ev) -> None:
         if progress is not None and ev.kind == "read":
@@ -125,26 +128,21 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         if tracer is not None:
             tracer.on_event(ev, eng)
 
+    # direct: the question is the catalyst while reading (CaP-Q), as `infinipot ask`; read-then-ask: the general
+    # catalyst (CaP-G), the question unknown while reading
+    catalyst = Catalyst("question", needle.question) if flow == "direct" else Catalyst("general")
+    session = Session.start(lm, pcfg, catalyst, on_event=on_event)
+    eng = session.engine
     if flow == "direct":
-        cat, cat_focus = prompts.catalyst("question", needle.question)
-    else:  # the question is unknown while reading: the general catalyst (CaP-G)
-        cat, cat_focus = prompts.catalyst("general")
-    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
+        session.expect(needle.question, needle.answer_prefix)
     units = haystack_units(cfg.haystack, f"{cfg.seed}:{length}:{depth}:{trial}")
-    t0 = time.perf_counter()
-    eng.pin(header)
-    if flow == "direct":  # the question is known while reading, as in `infinipot ask`
-        eng.expect(ask, ask_focus)
-    for ids in token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece, placement=placement):
-        eng.feed(ids)
-    eng.finish()
-    read_s = time.perf_counter() - t0
+    session.read_tokens(token_pieces(units, lm.tokenizer, length, depth, needle.text, piece=cfg.piece,
+                                     placement=placement))
+    read_s = session.read_s
     held_read = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
-    t1 = time.perf_counter()
-    stopper = Stopper("question", prefix=needle.answer_prefix)  # the first sentence, or a loop, ends it
-    answer = stopper.trim(eng.answer(ask, "question", max_new_tokens=cfg.max_new_tokens, stop_ids=prompts.stop_ids(),
-                                     focus=ask_focus, should_stop=stopper.should_stop)).strip()
-    answer_s = time.perf_counter() - t1
+    ans = session.ask(needle.question, max_new_tokens=cfg.max_new_tokens, answer_prefix=needle.answer_prefix,
+                      guard=False)  # the model's own greedy answer, as measured so far
+    answer, answer_s = ans.text, ans.seconds
     held = needle_held(eng.pot, placement.needle_start, placement.needle_tokens)
     archived = None
     if placement.needle_start >= 0 and placement.needle_tokens > 0:
@@ -152,7 +150,7 @@ def run_trial(lm, prompts: Prompts, cfg: NeedleConfig, method: str, length: int,
         a, b = placement.needle_start, placement.needle_start + placement.needle_tokens
         archived = round(float(cov[a:min(b, cov.numel())].sum()) / placement.needle_tokens, 4) if cov.numel() > a else 0.0
     rec.update({
-        "held": held, "held_read": held_read, "archived": archived, "recalled": eng.recalled,
+        "held": held, "held_read": held_read, "archived": archived, "recalled": ans.recalled,
         "archive_tokens": eng.archive.tokens,
         "length": eng.tokens_read, "answer": answer, "correct": needle.check(answer),
         "needle_start": placement.needle_start, "needle_tokens": placement.needle_tokens,

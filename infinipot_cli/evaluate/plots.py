@@ -55,8 +55,8 @@ def speed_plot(runs: list[dict], path: Path, title: str = "") -> Path:
     ok = [r for r in runs if not r.get("skipped") and not r.get("error")]
     methods = list(dict.fromkeys(r["method"] for r in runs))
     rss = "read_rss_mb" if ok and all(r.get("read_rss_mb") for r in ok) else "peak_rss_mb"  # the read's own peak
-    panels = [(rss, "peak RSS while reading (MB)" if rss == "read_rss_mb" else "peak RSS (MB)"),
-              ("kv_peak_mb", "peak KV cache (MB)"),
+    panels = [(rss, "peak RSS while reading (MiB)" if rss == "read_rss_mb" else "peak RSS (MiB)"),
+              ("kv_peak_mb", "peak KV cache (MiB)"),
               ("read_tok_s", "read throughput (tok/s)"), ("gen_tok_s", "generation (tok/s)")]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=110)
     for ax, (key, label) in zip(axes.flat, panels):

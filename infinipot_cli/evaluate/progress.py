@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import time
 
+from ..units import fmt_dur
+
 
 def fmt_tokens(n: float) -> str:
     n = float(n)
@@ -19,17 +21,6 @@ def fmt_tokens(n: float) -> str:
     if n >= 10_000:
         return f"{n / 1000:.1f}K"
     return str(int(n))
-
-
-def fmt_secs(s: float) -> str:
-    if s != s or s == float("inf"):
-        return "?"
-    s = int(round(s))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
 class Progress:
@@ -68,9 +59,9 @@ class Progress:
         all_rate = all_done / all_el if all_el > 0 else 0.0
         all_eta = (self.total - all_done) / all_rate if all_rate > 0 else float("nan")
         line = (f"{self.label}: {fmt_tokens(tokens_read)}/{fmt_tokens(self.run_total)} tok, {rate:,.0f} tok/s, "
-                f"ETA {fmt_secs(eta)}")
+                f"ETA {fmt_dur(eta)}")
         if self.total > self.run_total:
-            line += f" | all {100 * all_done / self.total:.0f}%, ETA {fmt_secs(all_eta)}"
+            line += f" | all {100 * all_done / self.total:.0f}%, ETA {fmt_dur(all_eta)}"
         if self.tty:
             self.stream.write("\r\x1b[2K" + line)
         else:
@@ -83,7 +74,7 @@ class Progress:
         if not self.enabled:
             return
         el = time.perf_counter() - self.run_t0
-        line = f"{self.label}: {fmt_tokens(self.cur)} tok in {fmt_secs(el)}" + (f" — {note}" if note else "")
+        line = f"{self.label}: {fmt_tokens(self.cur)} tok in {fmt_dur(el)}" + (f" — {note}" if note else "")
         self.stream.write(("\r\x1b[2K" if self.tty else "") + line + "\n")
         self.stream.flush()
 

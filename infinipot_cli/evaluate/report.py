@@ -181,12 +181,12 @@ def speed_table(runs: list[dict]) -> Table:
                        ("fwd", "right"), ("NuC", "right"), ("CaP", "right"), ("sel", "right"), ("rerot", "right"),
                        ("disp", "right"), ("other", "right"), ("TTFT s", "right"), ("gen tok/s", "right"),
                        ("30/300-tok answer s", "right"),
-                       ("peak RSS MB", "right"), ("read RSS MB", "right"), ("KV MB", "right"),
-                       ("peak KV MB", "right")):
+                       ("peak RSS MiB", "right"), ("read RSS MiB", "right"), ("KV MiB", "right"),
+                       ("peak KV MiB", "right")):
         t.add_column(name, justify=just)
     gpu = any(r.get("gpu_peak_mb") is not None for r in runs)  # CUDA runs: peak GPU memory (max_memory_allocated)
     if gpu:
-        t.add_column("GPU peak MB", justify="right")
+        t.add_column("GPU peak MiB", justify="right")
     for r in runs:
         length = fmt_tokens(r.get("length") or r["length_target"])
         if r.get("skipped") or r.get("error"):

@@ -4,7 +4,7 @@ Configurations ("methods"):
 
   any engine policy   the CCD loop (`infinipot`, `streaming`, `h2o`, ... — `full`/`snapkv` only where the
                       document fits the model's positions)
-  plain               the speed limit: the engine's own schedule with the `plain` policy (scoring/baselines.py):
+  plain               the speed limit: the engine's own schedule with the `plain` policy (scoring/policies/plain.py):
                       cropped back to `keep` entries (pinned header + most recent) with no catalyst, no
                       scoring, no NuC and no re-rotation
   prefill             one forward of the whole document (only where it fits the model's positions and memory)
@@ -33,16 +33,16 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..config import METHODS, UNBOUNDED, PotConfig, cli_knobs, split_method_spec
 from ..devices import free_bytes, peak_mb, reset_peak, sync
-from ..engine import Engine
 from ..compat import text_config, with_cache
 from ..prompts import Prompts
+from ..session import Catalyst, Session
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
 
@@ -56,9 +56,7 @@ SPLIT = ["forward", "nuc", "cap", "select", "rerotate", "display", "other"]
 class SpeedConfig:
     methods: list[str]
     lengths: list[int]
-    pot_size: int = 2048
-    keep: int = 1024
-    chunk: int = 1024
+    pot: dict = field(default_factory=dict)  # the pot knobs given (config.py: --pot-size, --keep, --chunk, ...)
     model: str | None = None
     device: str | None = None
     dtype: str | None = None
@@ -69,13 +67,23 @@ class SpeedConfig:
     threads: int | None = None        # torch CPU threads in each worker (None: torch's default)
     synthetic: str | None = None      # a synthetic model (evaluate/synthetic.py) instead of --model
 
+    def pot_config(self, method: str | None = None) -> PotConfig:
+        """The configuration `method` reads with: its spec and the knobs given, as `infinipot ask` resolves them;
+        `plain` the default's sizes; `streaming-tbt` one token per forward, one eviction per token."""
+        if method == "streaming-tbt":
+            size = self.pot_config().size
+            return PotConfig(size=size, keep=size - 1, chunk=1, method="streaming").validate()
+        return PotConfig.resolve(None if method in PSEUDO and method != "plain" else method, self.pot)
+
     def describe(self) -> dict:
-        return {k: getattr(self, k) for k in ("methods", "lengths", "pot_size", "keep", "chunk", "model", "device",
-                                              "dtype", "haystack", "seed", "gen_tokens", "threads", "synthetic")}
+        pot = self.pot_config()
+        return {"methods": self.methods, "lengths": self.lengths, "pot_size": pot.size, "keep": pot.keep,
+                "chunk": pot.chunk, **{k: getattr(self, k) for k in ("model", "device", "dtype", "haystack", "seed",
+                                                                     "gen_tokens", "threads", "synthetic")}}
 
 
 def rss_mb() -> float:
-    """Peak resident set size of this process so far (MB); ru_maxrss is KB on Linux, bytes on macOS."""
+    """Peak resident set size of this process so far (MiB); ru_maxrss is KB on Linux, bytes on macOS."""
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(r / (1 << 20) if sys.platform == "darwin" else r / 1024, 1)
 
@@ -93,7 +101,7 @@ def reset_peak_rss() -> bool:
 
 
 def peak_rss_since_reset_mb() -> float | None:
-    """VmHWM of this process (MB): its peak RSS since the last reset_peak_rss(); None where /proc is absent."""
+    """VmHWM of this process (MiB): its peak RSS since the last reset_peak_rss(); None where /proc is absent."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -196,8 +204,9 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     header = prompts.header_ids()
     ask = prompts.ask_ids(QUESTION)
     limit = getattr(text_config(lm.model), "max_position_embeddings", None)
-    rec = {"method": method, "length_target": length, "length": 0, "pot_size": cfg.pot_size, "keep": cfg.keep,
-           "chunk": cfg.chunk, "skipped": None, "note": ""}
+    pot = cfg.pot_config(method)
+    rec = {"method": method, "length_target": length, "length": 0, "pot_size": pot.size, "keep": pot.keep,
+           "chunk": pot.chunk, "skipped": None, "note": ""}
     if split_method_spec(method)[0] in UNBOUNDED or method == "prefill":
         # the document must fit the model's positions; the header, prompt and answer may run a little past
         if limit and length > limit:
@@ -218,7 +227,7 @@ def measure(lm, cfg: SpeedConfig, method: str, length: int, progress: Progress |
     if method == "prefill":
         out = _run_prefill(lm, cfg, header, ask, length, progress)
     else:
-        out = _run_engine(lm, cfg, method, header, ask, length, progress)
+        out = _run_engine(lm, cfg, method, length, progress)
     note = rec["note"]
     rec.update(out)
     rec["note"] = "; ".join(n for n in (note, out.get("note", "")) if n)
@@ -246,13 +255,9 @@ def complete_answer_s(ttft_s: float, tok_s: float | None) -> dict[str, float] | 
     return {str(n): round(ttft_s + (n - 1) / tok_s, 2) for n in ANSWER_LENGTHS}
 
 
-def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress) -> dict:
-    if method == "streaming-tbt":
-        pcfg = PotConfig(size=cfg.pot_size, keep=cfg.pot_size - 1, chunk=1, method="streaming")
-    elif method == "plain":
-        pcfg = PotConfig(method="plain", size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
-    else:
-        pcfg = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
+def _run_engine(lm, cfg: SpeedConfig, method: str, length, progress) -> dict:
+    """Read with a pot (the session every command drives), then answer `gen_tokens` tokens."""
+    pcfg = cfg.pot_config(method)
     disp = {"read": 0.0, "answer": 0.0}
     display, note = make_display(length)  # set-up (and the module import) is not counted
     stamps: dict[str, float] = {}
@@ -268,24 +273,19 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, header, ask, length, progress
             display.on_event(ev)
             disp[phase[0]] += time.perf_counter() - t
 
-    prompts = Prompts(lm.tokenizer)
-    cat, cat_focus = prompts.catalyst("question", QUESTION)
-    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=cat, catalyst_focus=cat_focus, on_event=on_event)
-    dev = eng.device
+    dev = next(lm.model.parameters()).device
     sync(dev)
     t0 = time.perf_counter()
-    eng.pin(header)
-    focus = prompts.ask(QUESTION)[1]
-    eng.expect(ask, focus)  # the question is known while reading, as in `infinipot ask`
-    for ids in token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece):
-        eng.feed(ids)
-    eng.finish()
+    session = Session.start(lm, pcfg, Catalyst("question", QUESTION), on_event=on_event)
+    session.expect(QUESTION)  # the question is known while reading, as in `infinipot ask`
+    session.read_tokens(token_pieces(_units(cfg, length), lm.tokenizer, length, piece=cfg.piece))
+    eng = session.engine
     sync(dev)
     read_s = time.perf_counter() - t0
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
-    eng.answer(ask, "question", max_new_tokens=cfg.gen_tokens, stop_ids=set(), focus=focus)
+    session.ask(QUESTION, max_new_tokens=cfg.gen_tokens, stop=False, guard=False)  # exactly gen_tokens: no stop token, no early end
     sync(dev)
     t2 = time.perf_counter()
     close_display(display)
@@ -351,8 +351,10 @@ def _run_prefill(lm, cfg: SpeedConfig, header, ask, length, progress) -> dict:
 
 def worker_command(cfg: SpeedConfig, method: str, length: int) -> list[str]:
     cmd = [sys.executable, "-m", "infinipot_cli.evaluate.speed_worker", "--method", method, "--length", str(length),
-           "--pot-size", str(cfg.pot_size), "--keep", str(cfg.keep), "--chunk", str(cfg.chunk),
            "--seed", str(cfg.seed), "--gen-tokens", str(cfg.gen_tokens), "--piece", str(cfg.piece)]
+    for f in cli_knobs():  # the pot knobs given, by their declared flags
+        if f.name in cfg.pot:
+            cmd += [f.metadata["flag"], str(cfg.pot[f.name])]
     for flag, val in (("--model", cfg.model), ("--device", cfg.device), ("--dtype", cfg.dtype),
                       ("--haystack", cfg.haystack), ("--threads", cfg.threads), ("--synthetic", cfg.synthetic)):
         if val:

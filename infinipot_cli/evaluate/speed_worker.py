@@ -15,9 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="speed_worker")
     ap.add_argument("--method", required=True)
     ap.add_argument("--length", type=int, required=True)
-    ap.add_argument("--pot-size", type=int, default=2048)
-    ap.add_argument("--keep", type=int, default=1024)
-    ap.add_argument("--chunk", type=int, default=1024)
+    from ..config import cli_knobs
+
+    for f in cli_knobs():  # the pot knobs, as declared (not given: the declared default)
+        ap.add_argument(f.metadata["flag"], dest=f.name, type=type(f.default), default=None)
     ap.add_argument("--model", default=None)
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default=None)
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if split_method_spec(a.method)[0] not in SPEED_METHODS:
             raise ValueError(f"unknown method {a.method!r}")
-        cfg = SpeedConfig(methods=[a.method], lengths=[a.length], pot_size=a.pot_size, keep=a.keep, chunk=a.chunk,
+        knobs = {f.name: getattr(a, f.name) for f in cli_knobs() if getattr(a, f.name) is not None}
+        cfg = SpeedConfig(methods=[a.method], lengths=[a.length], pot=knobs,
                           model=a.model, device=a.device, dtype=a.dtype, haystack=a.haystack, seed=a.seed,
                           gen_tokens=a.gen_tokens, piece=a.piece, threads=a.threads, synthetic=a.synthetic)
         if a.synthetic:

@@ -92,7 +92,7 @@ def window(model) -> int:
 
 def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: SummaryBenchConfig) -> dict:
     """Read `doc` with `method` and summarize it; the measured row."""
-    from ..config import SUMMARY_SPREAD, PotConfig
+    from ..config import SUMMARY_SPREAD, PotConfig, split_method_spec
     from ..controls import answer_controls
     from ..engine import Engine
     from ..summary import write_summary
@@ -112,7 +112,8 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
             feed = _cut(pieces, room, tail=method == "tail")
     else:
         own = {"spread": SUMMARY_SPREAD} if method == "infinipot" else {}  # as `summarize` reads
-        pc = PotConfig.from_spec(method, size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk, **own)
+        base, opts = split_method_spec(method)
+        pc = PotConfig(method=base, **{"size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk, **own, **opts})
         feed = pieces
     cat, focus = prompts.catalyst("general")
     eng = Engine(lm.model, lm.tokenizer, pc, catalyst_ids=cat, catalyst_focus=focus)

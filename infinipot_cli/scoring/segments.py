@@ -1,8 +1,8 @@
 """Sentence segments: keep whole sentences, not scattered tokens (beyond the paper; cf. ChunkKV, 2025).
 
 InfiniPot's selection (§3.3.3) ranks single tokens. On a small model that leaves a pot of shards: dozens of
-1–3 token fragments (" the", " had") between kept passages, which the model then reads badly (issue 6:
-the lighthouse story, where the pot held the answer sentence and the model still answered wrongly). A
+1–3 token fragments (" the", " had") between kept passages, which the model then reads badly (the
+lighthouse story, where the pot held the answer sentence and the model still answered wrongly). A
 sliding mean over neighbouring candidates (the older ``span`` option) keeps spans, but it averages a kept
 span's edge tokens with whatever unrelated entry sits next to it in the pot after a distillation, so every
 kept span erodes from its edges, cycle after cycle: at 128K tokens a pass-key needle went 25 -> 18 -> 16 ->
@@ -188,7 +188,7 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
     ranking), the rest of the budget is left unused. exact=True: every segment down the ranking that still fits
     the remaining budget is taken whole (smaller ones further down fill the room a big one leaves), and only
     what no whole free segment fits is filled with single entries, taken from the *worst*-ranked free segments
-    -- so a well-ranked sentence at the budget's edge is kept whole or not at all, never cut mid-way (issue 25),
+    -- so a well-ranked sentence at the budget's edge is kept whole or not at all, never cut mid-way,
     and exactly `budget` entries are added (when enough are left). Returns the new `taken`.
     """
     R, N = seg.shape

@@ -1,0 +1,405 @@
+"""A reading session: the whole life of one read, as every command drives it (InfiniPot's CCD loop, §3.2).
+
+    s = Session.start(lm, cfg, catalyst)   or   Session.resume(lm, "book.pot")    # a new pot, or a saved one
+    s.expect(question)                                                            # the question, if known now
+    s.read(source) ...                     or   s.read_tokens(pieces)             # documents, or bench haystacks
+    answer = s.ask(question)               or   s.summarize()                     # an Answer, the pot restored
+    s.save("book.pot")                                                            # a pot file, atomically
+
+`run(job)` is that life for a reading command (`ask`, `summarize`, `read`, `chat`), from a validated `Job`
+(cli.py parses the command line into one); `bench needle` and `bench speed` (evaluate/) drive the same steps
+with their haystacks and timers. The engine (engine.py) does the reading, distilling and answering underneath.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .engine import Engine
+from .errors import UsageError
+from .prompts import Prompts
+from . import reader
+from .reader import SourceRecord
+from .stopping import Stopper, StopStream
+
+
+@dataclass
+class Answer:
+    """One answer from the pot: what the CLI prints (or puts in --json), chat shows and the bench scores."""
+
+    text: str                       # what to show: the answer (grounded: NOT_SAID when the document lacks it)
+    kind: str                       # "question" | "summary"
+    question: str | None = None
+    seconds: float = 0.0
+    recalled: int = 0               # tokens the answer recalled from the archive (a question the pot was not read with)
+    grounded: object = None         # grounding.Grounded: the evidence passages and the model's own guess (ask)
+    summary: object = None          # summary.Summary: the overview and the key points (summarize)
+
+
+@dataclass
+class Catalyst:
+    """What the pot is distilled for while reading (§3.3.1): "question" (CaP-Q), "general" (CaP-G) or "text"."""
+
+    kind: str = "general"
+    text: str | None = None
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "text": self.text}
+
+
+class Session:
+    """A model, a pot (the engine) and what was read into it (one SourceRecord per source)."""
+
+    def __init__(self, lm, engine: Engine, catalyst: Catalyst, records: list[SourceRecord] | None = None,
+                 loaded: dict | None = None):
+        self.lm = lm                     # model.LoadedModel: model, tokenizer, name, device, dtype, load_s
+        self.engine = engine
+        self.prompts = Prompts(lm.tokenizer)
+        self.catalyst = catalyst
+        self.records: list[SourceRecord] = list(records or [])
+        self.loaded = loaded or {}       # a resumed pot's metadata
+        self.read_s = 0.0
+
+    # ---- load or resume -------------------------------------------------------------------------------
+    @classmethod
+    def start(cls, lm, cfg, catalyst: Catalyst | None = None, on_event=None) -> "Session":
+        """A new pot read with `cfg` (a PotConfig), the pinned header forwarded."""
+        catalyst = catalyst or Catalyst()
+        prompts = Prompts(lm.tokenizer)
+        ids, focus = prompts.catalyst(catalyst.kind, catalyst.text)
+        engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=ids, catalyst_focus=focus, on_event=on_event)
+        engine.pin(prompts.header_ids())
+        return cls(lm, engine, catalyst)
+
+    @classmethod
+    def resume(cls, lm, path: str, on_event=None, checked: tuple | None = None) -> "Session":
+        """The pot saved in `path` (checked to be this model's; `checked`: potfile.check_pot's result, when the
+        file was already checked), with the records of the sources it read."""
+        from .potfile import load_pot
+
+        engine, meta = load_pot(path, lm.model, lm.tokenizer, expect_model_name=lm.name, on_event=on_event,
+                                checked=checked)
+        cat = meta.get("catalyst") or {}
+        records = [SourceRecord.from_json(r) for r in meta.get("sources", [])]
+        return cls(lm, engine, Catalyst(cat.get("kind") or "general", cat.get("text")), records, meta)
+
+    def read_with(self, catalyst: Catalyst) -> None:
+        """Read what comes next with another catalyst (more sources into a resumed pot)."""
+        self.catalyst = catalyst
+        self.engine.set_catalyst(*self.prompts.catalyst(catalyst.kind, catalyst.text))
+
+    # ---- read -----------------------------------------------------------------------------------------
+    def expect(self, question: str | None, answer_prefix: str = "") -> None:
+        """The question is known while reading: the read's last forward carries it (Engine.expect)."""
+        self.engine.expect(*self.prompts.ask(question, answer_prefix) if question else (None, None))
+
+    def already_read(self, source) -> SourceRecord | None:
+        """The record of the same source in a resumed pot (same content hash, else same path and size)."""
+        for r in self.records:
+            if source.path != "-" and r.path == source.path and r.size == source.size_bytes:
+                if r.sha256 is None or source.content_hash is None or r.sha256 == source.content_hash:
+                    return r
+        return None
+
+    def read(self, source, label: str = "", skip_tokens: int = 0, progress=None) -> SourceRecord:
+        """Read one document source into the pot (from token `skip_tokens` on: a resumed read); its record is
+        kept also when the read is interrupted (it then says where it stopped)."""
+        rec = SourceRecord(path=source.path, format=source.format, size=source.size_bytes)
+        self.records.append(rec)
+        t0 = time.perf_counter()
+        try:
+            reader.read_source(self.engine, self.lm.tokenizer, source, rec, label=label, skip_tokens=skip_tokens,
+                        progress=progress)
+        finally:
+            self.read_s += time.perf_counter() - t0
+        return rec
+
+    def read_tokens(self, pieces: Iterable[list[int]]) -> None:
+        """Read token pieces with no document behind them (the bench's haystacks)."""
+        t0 = time.perf_counter()
+        for ids in pieces:
+            self.engine.feed(ids)
+        self.engine.finish()
+        self.read_s += time.perf_counter() - t0
+
+    # ---- answer ---------------------------------------------------------------------------------------
+    def ask(self, question: str, max_new_tokens: int = 128, on_text: Callable[[str], None] | None = None,
+            answer_prefix: str = "", stop: bool = True, guard: bool = True, grounded: bool = False) -> Answer:
+        """Answer `question` from the pot; the engine restores the pot afterwards.
+
+        `on_text`: the answer streamed as it comes; `stop`: it ends at its first sentence or a loop (else exactly
+        `max_new_tokens`, for timing); `guard`: decoded without repeating itself (repetition.py); `grounded`:
+        checked against the document, with its evidence (grounding.py; the text shown may then be NOT_SAID)."""
+        from .controls import answer_controls
+
+        prompt, focus = self.prompts.ask(question, answer_prefix)
+        c = answer_controls("ask", self.lm.tokenizer, max_new_tokens, prefix=answer_prefix)
+        stopper = c.stopper if stop else Stopper("none")
+        stream = StopStream(stopper, on_text) if on_text else None
+        t0 = time.perf_counter()
+        raw = self.engine.answer(prompt, c.mode, max_new_tokens=c.limit,
+                                 stop_ids=self.prompts.stop_ids("question") if stop else set(), on_text=stream,
+                                 focus=focus, should_stop=stopper.should_stop if stop else None,
+                                 logits_fn=c.guard if guard else None)
+        text = stream.finish() if stream else stopper.trim(raw).strip()
+        ans = Answer(text=text, kind="question", question=question, seconds=time.perf_counter() - t0,
+                     recalled=self.engine.recalled)
+        if grounded:
+            from .grounding import ground
+
+            ans.grounded = ground(self.engine, prompt, question, text, [(r.path, r.tokens) for r in self.records])
+            ans.text = ans.grounded.answer
+        return ans
+
+    def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Key points and an overview of what the pot holds (summary.py), streamed to `on_text` as they form."""
+        from .summary import write_summary
+
+        t0 = time.perf_counter()
+        source = self.records[0].path if len(self.records) == 1 else None
+        summary = write_summary(self.engine, self.prompts, max_new_tokens, on_text, source=source)
+        return Answer(text=summary.text, kind="summary", seconds=time.perf_counter() - t0, summary=summary)
+
+    # ---- save -----------------------------------------------------------------------------------------
+    def meta(self) -> dict:
+        """What a saved pot records beside the engine's state: the sources, the model, the catalyst."""
+        return {"sources": [r.as_json() for r in self.records], "model": self.lm.name,
+                "catalyst": self.catalyst.as_json()}
+
+    def save(self, path: str | os.PathLike, sources: list[str] | tuple = (), force: bool = False) -> int:
+        """Write the pot to `path` atomically (never over one of the `sources` being read, nor over a file that is
+        not a pot unless `force`); returns its size in bytes."""
+        from .potfile import save_pot
+
+        return save_pot(path, self.engine, self.meta(), sources=sources, force=force)
+
+    @property
+    def sources(self) -> list[str]:
+        return [r.path for r in self.records]
+
+
+# ---- a reading command, from its validated options to its result -----------------------------------------
+@dataclass
+class Job:
+    """One reading command, validated (cli.py builds it): what to read, what to answer, where to save."""
+
+    kind: str                                  # "ask" | "summarize" | "read" | "chat"
+    sources: list[str] = field(default_factory=list)
+    question: str | None = None
+    pot: object = None                         # the PotConfig of a new pot (None with load_pot)
+    load_pot: str | None = None
+    save_pot: str | None = None
+    force: bool = False                        # --save-pot may replace a file that is not a pot
+    model: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    format: str = "auto"
+    catalyst: str | None = None                # --catalyst TEXT
+    max_new_tokens: int = 256
+    notice: Callable[[str], None] | None = None  # told when opening a source waits (a FIFO with no writer)
+
+    def check(self) -> None:
+        """Usage errors found before anything is opened or loaded."""
+        if self.kind == "read" and not self.save_pot:
+            raise UsageError("`infinipot read` needs --save-pot FILE (it only builds a pot)")
+        if not self.sources and not self.load_pot:
+            raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
+        if self.sources.count("-") > 1:
+            raise UsageError("stdin ('-') can be read only once")
+        if self.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
+            from .potfile import check_save_target
+
+            check_save_target(self.save_pot, self.sources, self.force)
+
+    def reading_catalyst(self) -> Catalyst:
+        """CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise."""
+        if self.catalyst:
+            return Catalyst("text", self.catalyst)
+        return Catalyst("question", self.question) if self.kind == "ask" else Catalyst("general")
+
+
+@dataclass
+class Result:
+    """What a reading command leaves: the session (its pot and records), the answer, the times."""
+
+    session: Session
+    answer: Answer | None
+    read_s: float
+    total_s: float
+
+
+def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Result:
+    """Open the sources, load the model, start or resume the pot, read, save, answer (streamed to `on_text`,
+    then a line end); `display` (display.Display) shows progress and warnings on stderr."""
+    from .documents import open_source
+    from .units import fmt_bytes
+
+    job.check()
+    # every source opened and a pot file checked (its data against its checksum) before the model loads
+    opened = [open_source(p, job.format, notice=job.notice) for p in job.sources]
+    checked = None
+    if job.load_pot:
+        from .potfile import check_pot
+
+        checked = check_pot(job.load_pot)
+    t_start = time.perf_counter()
+    with display:
+        lm = _load_model(job, display, checked)
+        if job.load_pot:
+            session = Session.resume(lm, job.load_pot, on_event=display.on_event, checked=checked)
+            if job.kind in ("ask", "chat"):
+                from .potfile import question_mismatch
+
+                mismatch = question_mismatch(session.loaded, job.question or "")
+                if mismatch:
+                    display.warn(mismatch)
+            if opened:
+                session.read_with(job.reading_catalyst())
+        else:
+            session = Session.start(lm, job.pot, job.reading_catalyst(), on_event=display.on_event)
+
+        def save() -> None:
+            n = session.save(job.save_pot, job.sources, job.force)
+            display.message(f"pot saved to {job.save_pot} ({fmt_bytes(n)})")
+
+        read_before = session.engine.tokens_read
+
+        def save_partial() -> None:
+            """Checkpoint an interrupted read: never over an existing file (a finished pot, or anything else)."""
+            from .interrupts import deferred_interrupt
+            from .potfile import partial_target
+
+            if session.engine.tokens_read <= read_before:
+                display.message("interrupted before anything was read: no pot saved", always=True)
+                return
+            with deferred_interrupt():  # a second Ctrl-C or SIGTERM waits for the checkpoint
+                target = partial_target(job.save_pot)
+                n = session.save(target, job.sources, job.force)
+            display.message(f"partial pot saved to {target} ({fmt_bytes(n)}); resume with --load-pot {target} "
+                            "and the same source", always=True)
+
+        try:
+            _read_all(session, opened, job, display)
+        except KeyboardInterrupt:
+            if job.save_pot:
+                save_partial()
+            raise
+        _warn_past_window(session, display)
+        if job.save_pot:
+            save()
+
+        answer = None
+        if job.kind == "ask":  # checked against the document before stdout shows it, then its evidence
+            answer = session.ask(job.question or "", max_new_tokens=job.max_new_tokens, grounded=True)
+            if on_text is not None:
+                on_text(answer.text + "\n")
+                for line in answer.grounded.lines():
+                    display.message(line, style="dim")
+        elif job.kind == "summarize":
+            answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text)
+            if on_text is not None:
+                on_text("\n")
+    return Result(session=session, answer=answer, read_s=session.read_s, total_s=time.perf_counter() - t_start)
+
+
+def _load_model(job: Job, display, checked: tuple | None):
+    """The tokenizer first, so the checks that count tokens fail before the weights load; then the model."""
+    from .config import PotConfig
+    from .model import dtype_warning, load_model, load_tokenizer
+    from .threads import configure
+
+    configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
+    tok, window = load_tokenizer(job.model, progress=lambda m: display.message(m))
+    prompts = Prompts(tok)
+    cat = job.reading_catalyst()
+    cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else job.pot
+    _check_room(cfg, len(prompts.catalyst(cat.kind, cat.text)[0]) if job.sources else 0, cat.kind,
+                bool(job.load_pot), len(prompts.ask(job.question or "")[0]) if job.kind == "ask" else 0, window,
+                0 if job.load_pot else len(prompts.header_ids()))
+    lm = load_model(job.model, job.device, job.dtype, progress=lambda m: display.message(m), tokenizer=tok)
+    slow = dtype_warning(lm.device, lm.dtype)
+    if slow:
+        display.warn(slow)
+    return lm
+
+
+def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: int, window: int,
+                header_len: int) -> None:
+    """Before the model loads: what the pot keeps must exceed the pinned header, the catalyst must leave the pot
+    room to read, and the question must fit the model's window beside the pot. A too-long question is named as
+    the problem (a loaded pot's size is fixed)."""
+    from .config import catalyst_room
+    from .scoring.policies import make_policy
+
+    if cfg.bounded and header_len:
+        if header_len >= cfg.keep:
+            raise UsageError(f"--keep ({cfg.keep}) must exceed the pinned header ({header_len} tokens)")
+        if cfg.final_keep and cfg.final_keep <= header_len:
+            raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({header_len} tokens)")
+    room = catalyst_room(cfg)
+    if room is not None and catalyst_len and make_policy(cfg).catalyst == "prompt" and catalyst_len > room:
+        if cat_kind in ("question", "text"):
+            what = "question" if cat_kind == "question" else "--catalyst text"
+            fix = f"shorten the {what}" + ("" if loaded else " (or raise --pot-size)")
+            raise UsageError(f"the {what} is too long: {catalyst_len:,} tokens as a catalyst, and a pot of "
+                             f"{cfg.size:,} entries keeping {cfg.keep:,} has room for {room:,}; {fix}")
+        raise UsageError(f"the pot is too small: pot size {cfg.size} - keep {cfg.keep} - catalyst {catalyst_len} "
+                         "tokens leaves no room to read; raise --pot-size or lower --keep")
+    if window and ask_len and ask_len > window // 2:
+        raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
+                         "shorten the question")
+
+
+def _read_all(session: Session, opened: list, job: Job, display) -> None:
+    """Read every source in order; a source the resumed pot read whole is skipped, one it stopped in is
+    read on from where it stopped. With `ask`, the last source's read carries the question (expect)."""
+    for i, src in enumerate(opened):
+        session.expect(job.question if job.kind == "ask" and i == len(opened) - 1 else None)
+        label = os.path.basename(src.path) if len(opened) > 1 else ""
+        skip = 0
+        prev = session.already_read(src)
+        if prev is not None:
+            if prev.stopped_at is None:
+                display.warn(f"{src.path} is already in the pot; not reading it again")
+                continue
+            skip = prev.stopped_at
+            session.records.remove(prev)
+            display.message(f"resuming {src.path} at token {skip}")
+        display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
+        progress = _Progress.of(opened, i)
+        display.set_total(None, progress_fn=progress.fraction)  # the ETA, from how far into the sources
+        session.read(src, label=label, skip_tokens=skip, progress=progress.update)
+        for w in getattr(src, "warnings", []):
+            display.warn(f"{src.name}: {w}")
+
+
+def _warn_past_window(session: Session, display) -> None:
+    eng = session.engine
+    window = int(getattr(eng.model.config, "max_position_embeddings", 0) or 0) or 1 << 62
+    if eng.cfg.method == "full" and len(eng.pot) > window:
+        display.warn(f"the document ({len(eng.pot)} tokens) is longer than the model's window ({window}); "
+                     "--method full reads it anyway")
+
+
+class _Progress:
+    """How far reading has got through all the sources (by their sizes when all are known, else by count)."""
+
+    def __init__(self, before: float, weight: float):
+        self.before, self.weight, self.f = before, weight, None
+
+    @classmethod
+    def of(cls, opened: list, i: int) -> "_Progress":
+        sizes = [s.size_bytes for s in opened]
+        if all(sizes) and len(sizes) > 1:
+            total = float(sum(sizes))
+            return cls(sum(sizes[:i]) / total, sizes[i] / total)
+        return cls(i / len(opened), 1 / len(opened))
+
+    def update(self, f: float) -> None:
+        self.f = f
+
+    def fraction(self) -> float | None:
+        return None if self.f is None else self.before + self.weight * self.f
