@@ -127,9 +127,20 @@ def key_points(engine, prompt_ids: list[int], parts: int = PARTS, per_part: int 
             members = (seg == seg[first]).nonzero().flatten()
             pos = int(src[first])
             label = where_at(engine.provenance, pos)
-            out.append({"text": _clean(engine.tok.decode(tok[members].tolist(), skip_special_tokens=True)),
-                        "where": label, **where_fields(label), "position": pos})
+            fields = where_fields(label)
+            text = _clean(engine.tok.decode(tok[members].tolist(), skip_special_tokens=True))
+            out.append({"text": _drop_heading(text, fields.get("section")), "where": label, **fields,
+                        "position": pos})
     return out
+
+
+def _drop_heading(text: str, section: str | None) -> str:
+    """A sentence that begins right after its section's heading ("Methods The team reached…") without it: the
+    heading is already in the point's location."""
+    rest = text[len(section) + 1:] if section and text.startswith(section + " ") else ""
+    if len(rest) > 20 and rest[:1].isupper():  # a new sentence starts after the heading
+        return rest
+    return text
 
 
 def render(points: list[dict]) -> str:

@@ -90,3 +90,13 @@ def test_builtin_key_points_cover_the_sample_manual_with_pages(builtin):
     assert all(p["text"] and "page" in p for p in points), points
     pages = [p["page"] for p in points]
     assert pages == sorted(pages) and len(set(pages)) >= 3  # in document order, from several pages
+
+
+def test_a_key_point_does_not_repeat_its_sections_heading():
+    from infinipot_cli.keypoints import _drop_heading
+
+    assert _drop_heading("Methods The team reached the island on the survey boat.", "Methods") == \
+        "The team reached the island on the survey boat."
+    assert _drop_heading("Methods are listed in the appendix of the report.", "Methods") == \
+        "Methods are listed in the appendix of the report."
+    assert _drop_heading("Anything at all here, long enough.", None) == "Anything at all here, long enough."
