@@ -335,16 +335,23 @@ def pick_attention(device: torch.device) -> str:
     return "sdpa"
 
 
-def load_tokenizer(name: str | None = None, progress=None):
-    """(tokenizer, model window) for -m NAME without loading the weights: the checks that need only token
-    counts run before the model load. The window is 0 when the config does not say."""
-    from transformers import AutoTokenizer
+def _quiet_offline_hub() -> None:
+    """transformers never reaches a hub (weights come from disk) and prints no progress bars or notices."""
     from transformers.utils import logging as hf_logging
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    display, path = resolve_model_path(name, progress)
+    hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+
+
+def load_tokenizer(name: str | None = None, progress=None):
+    """(tokenizer, model window) for -m NAME without loading the weights: the checks that need only token
+    counts run before the model load. The window is 0 when the config does not say."""
+    from transformers import AutoTokenizer
+
+    _quiet_offline_hub()
+    display, path = resolve_model_path(name, progress)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
     except Exception as e:  # noqa: BLE001
@@ -364,20 +371,16 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     """Load model + tokenizer, offline, with the infinipot attention wrapper selected (`tokenizer`: one
     load_tokenizer already loaded)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     from .scoring.cap import register_attention
 
     t0 = time.perf_counter()
-    hf_logging.disable_progress_bar()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    _quiet_offline_hub()
     display, path = resolve_model_path(name, progress)
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
     base_attn = pick_attention(dev)
     attn_name = register_attention(base_attn)
-    hf_logging.set_verbosity_error()
     try:
         tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(str(path))
         # off the CPU, weights load straight onto the device: an 8B model never sits in host RAM first
