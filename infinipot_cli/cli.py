@@ -274,6 +274,7 @@ def result_json(result, kind: str, o: Options) -> dict:
     if answer is not None and answer.summary is not None:
         out["overview"] = answer.summary.overview
         out["key_points"] = answer.summary.key_points
+        out["overview_withheld"] = answer.summary.dropped
     return out
 
 

@@ -1,13 +1,24 @@
-"""Key points a reader can check: the sentences the pot judged most important, part by part, with their source.
+"""Key points a reader can check: one sentence per part of the document, in order, with where it came from.
 
-After a general read, the pot holds whole sentences of every stretch of the document (spread.py). For a summary,
+A summary lists the document's main points part by part. The parts are the document's own (outline.py: PDF
+outline, HTML sections, EPUB chapters, the headings of plain text); each gives the sentence most central to it:
+the sentence whose content words best match the part's TF-IDF centroid (words frequent in this part and rare
+in the others; centroid-based extractive summarisation, Radev et al. 2004). Candidates are the document as
+read -- the pot and its archive hold every token read (archive.py) -- so a part whose text the pot evicted
+still gets its point, and the pot stays bounded. Each point carries the reader's provenance (page, chapter,
+section, exact line for text).
+
+    document_key_points(engine, limit) -> [{"text", "where", "page"|"chapter"|"line"|"section", "position"}]
+
+Fallback, when the document as read is not all held (an interrupted read, a per-head pot): the pot's own
+choice. After a general read, the pot holds whole sentences of every stretch of the document (spread.py). For a summary,
 the summary prompt is forwarded once over the pot as the catalyst (CaP, §3.3.1; the pot is cropped back after)
 and every kept sentence gets the mean of its tokens' scores: CaP and NuC (§3.3.2) as percentile ranks, mixed
 with the pot's alpha as the selection mixes them. The document read is cut into `parts` equal stretches; each
 gives its best `per_part` sentences (clean prose only: enough words, mostly letters), in document order, each
 with where it came from (the reader's provenance: page, chapter or line).
 
-    key_points(engine, prompt_ids) -> [{"text", "where", "page"|"chapter"|"line"|"section", "position"}]
+    key_points(engine, prompt_ids) -> the same, from the pot
 """
 
 from __future__ import annotations
@@ -20,7 +31,10 @@ from .engine import where_at
 from .scoring.segments import unit_starts
 from .spread import bins_of
 
-PARTS = 8          # stretches of the document the key points come from
+PARTS = 8          # stretches of an unstructured document the key points come from
+MAX_POINTS = 40    # key points at most (more parts are merged into this many groups of consecutive parts)
+SHORT = 30         # words: a longer candidate scores less in proportion
+MAX_UNIT_TOKENS = 120  # a longer unit is no candidate (a table, a code block, a list run together)
 PER_PART = 1       # key points per stretch at most
 MIN_WORDS, MAX_WORDS = 6, 40
 _LABEL = re.compile(r"^(p\.|page|line|chapter)\s+(\S+)$")  # the readers' labels (documents/*.py)
@@ -146,3 +160,125 @@ def _drop_heading(text: str, section: str | None) -> str:
 def render(points: list[dict]) -> str:
     """The key points as the summary prints them: one line each, its source in brackets."""
     return "\n".join(f"- {p['text']}" + (f" [{p['where']}]" if p.get("where") else "") for p in points)
+
+
+# ---- key points from the whole document as read ----------------------------------------------------------
+def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
+    """(start position, length, text) of every sentence / paragraph unit of the document as read (the pot and
+    its archive), or None when some of it is held by neither."""
+    from .evidence import document_tokens
+
+    n = engine.tokens_read
+    cached = getattr(engine, "_key_units", None)
+    if cached is not None and cached[0] == n:
+        return cached[1]
+    ids = document_tokens(engine, 0, n) if n > 0 else None
+    out = None
+    if ids is not None:
+        tok = torch.tensor(ids, dtype=torch.long)
+        starts = unit_starts(torch.arange(n)[None], tok[None], engine.boundaries)[0].clone()
+        starts[0] = True
+        first = starts.nonzero().flatten().tolist()
+        bounds = first + [n]
+        pieces = [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        batch = getattr(engine.tok, "batch_decode", None)
+        texts = batch(pieces, skip_special_tokens=True) if batch else [engine.tok.decode(p) for p in pieces]
+        out = (first, [b - a for a, b in zip(bounds[:-1], bounds[1:])], texts)
+    engine._key_units = (n, out)
+    return out
+
+
+def _content_words(text: str) -> list[str]:
+    from .archive import STOPWORDS, words
+
+    return [w for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()]
+
+
+def _strip_title(text: str, title: str) -> str:
+    """A sentence that begins with its part's heading (plain text runs the heading into the first sentence)
+    without it."""
+    full = " ".join(title.split())
+    for t in (full, re.sub(r"^[\d.]+\s+", "", full)):  # "2.4. The glob files" and "The glob files"
+        if t and text.startswith(t + " ") and len(text) > len(t) + 20:
+            return text[len(t) + 1:].lstrip(" :-")
+    return text
+
+
+def _prose(text: str) -> float:
+    """Share of the words that are plain words (letters, with trailing punctuation): 1.0 for prose, low for
+    code, tables and option lists."""
+    ws = text.split()
+    return sum(bool(re.fullmatch(r"[A-Za-z][a-z'’-]*[.,;:!?)]?", w)) for w in ws) / max(1, len(ws))
+
+
+def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dict] | None:
+    """One key point per part of the document (at most `limit`), in document order; None when the document
+    as read is not all held (the caller falls back to key_points())."""
+    import math
+    from collections import Counter
+
+    from .evidence import locate
+    from .outline import Part, outline
+
+    got = _sentences(engine)
+    if not got:
+        return None
+    pos, lens, texts = got
+    parts = outline(engine.provenance, pos, texts, limit)
+    if not parts:  # unstructured: equal stretches
+        n = engine.tokens_read
+        parts = [Part(k * n // PARTS, "") for k in range(PARTS)]
+    starts = [p.start for p in parts]
+    import bisect
+    part_of = [max(0, bisect.bisect_right(starts, p) - 1) for p in pos]
+    bags = [Counter(_content_words(t)) for t in texts]
+    tf: list[Counter] = [Counter() for _ in parts]
+    for k, bag in zip(part_of, bags):
+        tf[k].update(bag)
+    df = Counter(w for c in tf for w in c)
+    idf = {w: math.log((1 + len(parts)) / (1 + d)) + 1 for w, d in df.items()}
+    best: dict[int, tuple[float, int, str]] = {}
+    for i, (k, bag) in enumerate(zip(part_of, bags)):
+        if lens[i] > MAX_UNIT_TOKENS or not bag:
+            continue
+        text = _clean(texts[i])
+        if text is None:
+            continue
+        text = _strip_title(text, parts[k].title)
+        if len(text.split()) < MIN_WORDS:
+            continue
+        total = sum(tf[k].values()) or 1
+        # cosine of the sentence's word set with the part's TF-IDF centroid; prose before code and tables,
+        # a sentence a reader takes in at a glance (<= SHORT words) before a long one
+        score = sum(tf[k][w] / total * idf[w] ** 2 for w in bag) / math.sqrt(len(bag))
+        score *= _prose(text) ** 2 * min(1.0, SHORT / len(text.split()))
+        if k not in best or score > best[k][0]:
+            best[k] = (score, i, text)
+    out = []
+    for k in sorted(best):
+        _, i, text = best[k]
+        source, where = locate(engine, pos[i], sources)
+        if "line" in where:  # the line of the point's first word (a heading or blank lines may come before it)
+            raw = texts[i].lstrip("\n")
+            where["line"] += raw[:max(0, raw.find(text.split()[0]))].count("\n")
+        title = parts[k].title
+        if title and "section" not in where:
+            where["section"] = title
+        label = _label(where)
+        out.append({"text": text, "where": label, **where, "position": int(pos[i]),
+                    **({"source": source} if source else {}), **({"part": title} if title else {})})
+    return out
+
+
+def _label(where: dict) -> str:
+    """"p. 5 · 2 Parsing", "line 120 · OPTIONS", "§ Basic usage" from a location dict."""
+    out = []
+    if "page" in where:
+        out.append(f"p. {where['page']}")
+    if "chapter" in where:
+        out.append(f"ch. {where['chapter']}")
+    if "line" in where:
+        out.append(f"line {where['line']}")
+    if where.get("section"):
+        out.append(where["section"] if out else f"§ {where['section']}")
+    return " · ".join(out)

@@ -302,6 +302,9 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
             answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text)
             if on_text is not None:
                 on_text("\n")
+                for d in answer.summary.dropped:
+                    display.message(f"withheld from the overview (the document does not contain "
+                                    f"{', '.join(d['unsupported'][:3])}): {d['text']}", style="dim")
     return Result(session=session, answer=answer, read_s=session.read_s, total_s=time.perf_counter() - t_start)
 
 

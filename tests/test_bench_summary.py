@@ -53,7 +53,7 @@ def test_corpus_loader_and_table(tmp_path):
     row = {"doc": "d", "kind": "text", "tokens": 40, "method": "head", "read_s": 1.0, "summary_s": 2.0, "ratio": 2.0,
            **measure("The FDL.", DOC, PARTS)}
     table = markdown_table([row, {"doc": "d", "kind": "text", "tokens": 40, "method": "whole", "skipped": "long"}])
-    assert "| d | text | 40 | head | 1/2 | 0 | 1.0 | 0 | 2 | 1.0 | 2.0 | 2.0 |" in table
+    assert "| d | text | 40 | head | 1/2 | – | – | 0 | 1.0 | 0 | 2 | 1.0 | 2.0 | 2.0 |" in table
     assert "– (long)" in table
 
 

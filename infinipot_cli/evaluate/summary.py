@@ -128,7 +128,12 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
     answer_s = time.perf_counter() - t1
     row.update({"read_tokens": eng.tokens_read, "read_s": round(read_s, 2), "summary_s": round(answer_s, 2),
                 "ratio": round(answer_s / read_s, 3) if read_s > 0 else None, "cycles": eng.cycles,
-                "summary": s.text, "overview": s.overview, "key_points": s.key_points})
+                "summary": s.text, "overview": s.overview, "key_points": s.key_points,
+                "overview_withheld": s.dropped})
+    if s.key_points:  # the floor to beat: the sentences the pot itself judged most important (one per eighth)
+        from ..keypoints import key_points as pot_points
+
+        row["pot_key_points"] = pot_points(eng, prompts.summary_ids())
     return remeasure(row, text, doc)
 
 
@@ -146,7 +151,8 @@ def remeasure(row: dict, text: str, doc: dict) -> dict:
     row.update(measure(content(row), text, parts))
     if row.get("key_points"):  # the model's overview alone, measured apart from the extracted key points
         row["overview_only"] = measure(content({**row, "key_points": []}), text, parts)
-    return row
+    if row.get("pot_key_points"):
+        row["pot_points_only"] = measure("\n".join(p["text"] for p in row["pot_key_points"]), text, parts)
     return row
 
 
@@ -175,17 +181,23 @@ def run_summary_bench(lm, docs: list[dict], cfg: SummaryBenchConfig, on_row: Cal
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| document | kind | tokens | method | coverage | max 3-gram | distinct-2 | unsupported | words | "
-            "read s | summary s | summary/read |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| document | kind | tokens | method | coverage | overview alone | pot's sentences (floor) | max 3-gram | "
+            "distinct-2 | unsupported | words | read s | summary s | summary/read |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+
+    def cov_of(m: dict | None) -> str:
+        return f"{m['coverage']['covered']}/{m['coverage']['parts']}" if m and m["coverage"]["parts"] else "–"
+
     lines = []
     for r in rows:
         if "skipped" in r:
             lines.append(f"| {r['doc']} | {r['kind']} | {r['tokens']} | {r['method']} | – ({r['skipped']}) "
-                         "| | | | | | | |")
+                         "| | | | | | | | | |")
             continue
         c, d, u = r["coverage"], r["degeneration"], r["unsupported"]
         cov = f"{c['covered']}/{c['parts']}" if c["parts"] else "–"
         uns = str(u["count"]) + (f" ({', '.join((u['numbers'] + u['names'])[:4])})" if u["count"] else "")
-        lines.append(f"| {r['doc']} | {r['kind']} | {r['tokens']} | {r['method']} | {cov} | {d['max_3gram']} | "
+        lines.append(f"| {r['doc']} | {r['kind']} | {r['tokens']} | {r['method']} | {cov} | "
+                     f"{cov_of(r.get('overview_only'))} | {cov_of(r.get('pot_points_only'))} | {d['max_3gram']} | "
                      f"{d['distinct_2']} | {uns} | {r['words']} | {r['read_s']} | {r['summary_s']} | {r['ratio']} |")
     return head + "\n".join(lines) + "\n"

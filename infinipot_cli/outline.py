@@ -1,0 +1,108 @@
+"""The document's own parts, as read: where each chapter, section or heading starts, in token positions.
+
+A summary lists its key points part by part (keypoints.py), so it needs the document's own structure, not
+equal stretches. Two sources, in this order:
+
+- the readers' provenance labels (documents/*.py): a PDF page's outline title ("p. 5 · 2 Parsing"), an HTML
+  section ("§ Basic usage"), an EPUB chapter ("ch. 3 · Title"); a part starts where the label's section changes;
+- for plain text, whose labels only say "line N", heading lines found in the text itself: man-page section
+  headers (an all-capitals line at column 0), Markdown "#" headings, underlined headings ("Title" over "====="),
+  numbered headings ("3.2 Title"), Vim help headings ("*02.1* Title"), Debian changelog entries
+  ("pkg (1.2-1) unstable; urgency=low") and GNU NEWS releases ("* Noteworthy changes in release 9.1").
+
+With fewer than MIN_PARTS parts the document counts as unstructured and the caller uses equal stretches.
+More than `limit` parts are merged, in order, into `limit` groups of consecutive parts (the group keeps its
+first part's title).
+
+    Part(start: int, title: str)     start: the document position (token index) of the part's first token
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MIN_PARTS = 3
+_PAGE_OR_LINE = re.compile(r"^(?:p\.|page|line)\s+\S+$")
+_HEADINGS = [
+    re.compile(r"[A-Z][A-Z0-9 ,/&()'-]{1,60}"),                      # man page: all capitals at column 0
+    re.compile(r"#{1,3} +\S.{0,80}"),                                 # Markdown
+    re.compile(r"\*\d+(?:\.\d+)*\*\s+\S.{0,80}"),                     # Vim help: *02.1*  Title
+    re.compile(r"\d+(?:\.\d+)*\.?\s+[A-Z][^.!?]{1,70}"),              # numbered: 3.2 Title (no sentence end)
+    re.compile(r"[\w.+-]+ \([^)\s]+\) [^;]{1,60}; urgency=\S+"),      # Debian changelog entry
+    re.compile(r"\* (?:Noteworthy|Major) changes in release \S+.*"),  # GNU NEWS release
+]
+_UNDERLINE = re.compile(r"(=+|-+|~+|\*+)")
+
+
+@dataclass(frozen=True)
+class Part:
+    start: int    # document position of the part's first token
+    title: str    # its heading ("" for an equal stretch)
+
+
+def label_section(label: str) -> str:
+    """The section a provenance label names, without its page or line: "p. 5 · 2 Parsing" -> "2 Parsing",
+    "§ Basic usage" -> "Basic usage", "ch. 3 · Title" -> "ch. 3 · Title", "line 120" -> ""."""
+    parts = [p.strip() for p in label.split(" · ") if p.strip() and not _PAGE_OR_LINE.match(p.strip())]
+    return " · ".join(parts).removeprefix("§ ")
+
+
+def from_labels(provenance: list) -> list[Part]:
+    """Parts where the provenance label's section changes (provenance: [(first token index, label)])."""
+    out: list[Part] = []
+    current = None
+    for start, label in provenance:
+        sec = label_section(label)
+        if sec and sec != current:
+            title = re.sub(r"^ch\. \d+ · ", "", sec)
+            out.append(Part(int(start), title))
+        current = sec or current
+    return out
+
+
+def heading_of(line: str, next_line: str = "") -> str | None:
+    """The title when `line` (one line, column 0 kept) is a heading, else None."""
+    text = line.rstrip()
+    if not text or len(text) > 90 or text[:1].isspace():
+        return None
+    if any(h.fullmatch(text) for h in _HEADINGS):
+        return re.sub(r"^(#+|\*[\d.]+\*)\s*", "", text).strip()
+    nxt = next_line.strip()
+    if nxt and _UNDERLINE.fullmatch(nxt) and abs(len(nxt) - len(text)) <= 3 and len(nxt) >= 3:
+        return text.strip()
+    return None
+
+
+def from_text(unit_pos: list[int], texts: list[str]) -> list[Part]:
+    """Parts at heading lines of plain text: `texts` are consecutive units of the document (their first token
+    at `unit_pos`); a heading line inside a unit is placed at the unit's start."""
+    out: list[Part] = []
+    at_line_start = True
+    for k, (pos, text) in enumerate(zip(unit_pos, texts)):
+        lines = text.split("\n")
+        for j, line in enumerate(lines):
+            if j == 0 and not at_line_start:
+                continue
+            nxt = lines[j + 1] if j + 1 < len(lines) else (texts[k + 1].split("\n")[0] if k + 1 < len(texts) else "")
+            title = heading_of(line, nxt)
+            if title and (not out or out[-1].start != pos):
+                out.append(Part(int(pos), title))
+        at_line_start = text.endswith("\n")
+    return out
+
+
+def merge(parts: list[Part], limit: int) -> list[Part]:
+    """At most `limit` parts: consecutive parts grouped evenly (each group starts at its first part)."""
+    if len(parts) <= limit:
+        return parts
+    n = len(parts)
+    return [parts[(g * n) // limit] for g in range(limit)]
+
+
+def outline(provenance: list, unit_pos: list[int], texts: list[str], limit: int) -> list[Part]:
+    """The document's parts (at most `limit`), or [] when it shows fewer than MIN_PARTS."""
+    for parts in (from_labels(provenance), from_text(unit_pos, texts)):
+        if len(parts) >= MIN_PARTS:
+            return merge(parts, limit)
+    return []
