@@ -10,7 +10,8 @@ tokens got from the answer (0 for text the answer did not see) plus the plain wo
 and the answer with it, each scaled to its maximum (rule "document"; the other RULES rank the kept text
 alone; measured in docs/results/qa.md: the answer's attention alone found the answer's passage least often).
 The best units, each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES
-passages, about MAX_WORDS words in all. The evidence is there for a reader to check the answer against, so
+passages, about MAX_WORDS words in all; the second is the unit the question's words alone rank first (a wrong
+answer's words point at what misled it, the question's at where the answer should be). The evidence is there for a reader to check the answer against, so
 it may show the passage that holds the answer when the model's answer missed it.
 
 Each passage is located with the engine's provenance (reader.py labels every piece: "p. 12 · Title",
@@ -42,6 +43,7 @@ UNIT_TOKENS = 40         # a unit (sentence / line) is cut into pieces of at mos
 FROM_DEPTH = 0.5         # attention is read from the layers at this depth and deeper (where CaP reads it)
 RULES = ("attention", "relevance", "words", "combined", "document")
 DEFAULT_RULE = "document"  # measured best on bench qa (docs/results/qa.md); attention alone was the worst
+ASKED_RULES = ("combined", "document")  # their second passage is the one the question's words point at
 MAX_DOCUMENT_TOKENS = 4_000_000  # "document": longer documents are ranked over the kept text only
 _LOC = {"page": re.compile(r"p\. (\S+)"), "chapter": re.compile(r"ch\. (\d+)"), "line": re.compile(r"line (\d+)")}
 
@@ -172,9 +174,12 @@ def unit_scores(rule: str, seg: torch.Tensor, texts: list[str], att: torch.Tenso
 
 # ---- passages ----------------------------------------------------------------------------------------------
 def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch.Tensor,
-           max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS) -> list[tuple[list[int], float]]:
+           max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS, asked: torch.Tensor | None = None
+           ) -> list[tuple[list[int], float]]:
     """The best units, each widened with neighbouring units (adjacent in the document) to about
-    max_words / max_passages words; returns [(unit indices in document order, score)], best first."""
+    max_words / max_passages words; returns [(unit indices in document order, score)], best first. `asked`
+    (K,): the question's own word scores; the unit it ranks first is the second passage (where the question
+    points, which a wrong answer's words do not)."""
     K = len(texts)
     if K == 0:
         return []
@@ -188,7 +193,10 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
     per = max(8, max_words // max_passages)
     used: set[int] = set()
     out = []
-    for k in scores.argsort(descending=True).tolist():
+    order = scores.argsort(descending=True).tolist()
+    if asked is not None and float(asked.max()) > 0:
+        order = order[:1] + [int(asked.argmax())] + order[1:]
+    for k in order:
         if len(out) >= max_passages or k in used or not texts[k].strip():
             continue
         group, n = [k], nwords[k]
@@ -328,9 +336,10 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
     if not texts:
         return []
     s = unit_scores(rule, seg, texts, att, rel, f"{question} {answer}")
+    asked = word_scores(texts, question) if rule in ASKED_RULES else None
     out = []
     per = max(8, MAX_WORDS // MAX_PASSAGES)
-    for group, score in choose(seg, texts, src, s):
+    for group, score in choose(seg, texts, src, s, asked=asked):
         members = torch.isin(seg, torch.tensor(group))
         pos = src[members]
         text = _clip_words(" ".join(" ".join(texts[g].split()) for g in group), per + 6)

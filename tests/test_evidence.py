@@ -48,6 +48,17 @@ def test_passages_widen_within_the_document_and_stay_short():
     assert 4 in out[1][0] and 3 not in out[1][0]  # never widened across the gap
 
 
+def test_the_second_passage_is_where_the_question_points():
+    texts = ["Alpha one two.", "Beta three four.", "Gamma five six.", "Delta seven.", "Far away unit."]
+    seg = torch.tensor([0, 1, 2, 3, 4])
+    src = torch.tensor([0, 10, 20, 30, 40])  # no two units adjacent: no widening
+    scores = torch.tensor([0.0, 0.1, 5.0, 0.2, 1.0])  # the answer's choice: 2, then 4, then 3
+    asked = torch.tensor([0.0, 2.0, 0.0, 0.0, 0.0])   # the question's words: unit 1
+    out = [g for g, _ in ev.choose(seg, texts, src, scores, asked=asked)]
+    assert out == [[2], [1], [4]]
+    assert [g for g, _ in ev.choose(seg, texts, src, scores, asked=torch.zeros(5))] == [[2], [4], [3]]
+
+
 def test_word_scores_prefer_rare_shared_words():
     s = ev.word_scores(["the operator user had uid 37", "the user list", "nothing here"], "What uid did operator have?")
     assert int(s.argmax()) == 0 and float(s[2]) == 0.0
