@@ -42,8 +42,9 @@ class PotConfig:
                         flag="--nuc-ratio", lo=0.0, hi=1.0)
     method: str = knob("infinipot", "Selection method (see --method).")
     chunk: int = knob(1024, "Most tokens per forward pass.", flag="--chunk", lo=1)
-    final_keep: int = knob(512, "Before answering a question, distill the pot to N entries with it as the "
-                                "catalyst (0 = only when the pot is too full, as the paper).",
+    final_keep: int = knob(512, "Before answering a question the pot was read with, distill the pot to N entries "
+                                "with it as the catalyst; a question it was not read with (read once, ask many) "
+                                "keeps C (0 = only when the pot is too full, as the paper).",
                            flag="--final-keep", lo=0, infinipot=True)
     segment: int = knob(48, "Keep whole sentence segments of at most N entries (0 = single tokens, as the paper).",
                         lo=0, infinipot=True)

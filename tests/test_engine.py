@@ -311,6 +311,10 @@ def test_final_keep_narrows_for_one_question_and_the_pot_is_restored_after():
     eng.answer(PROMPT, "summary", max_new_tokens=6)  # no question (a summary): the pot is not narrowed
     assert len(eng.pot) == n and eng.cycles == cycles
     seen.clear()
+    eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))  # a question the pot was not read with: C
+    assert [e.entries for e in seen if e.kind == "distill"] == [48] and len(eng.pot) == n
+    eng.set_catalyst(PROMPT, (1, 3))  # as if read with this question (the catalyst's question tokens)
+    seen.clear()
     a1 = eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
     narrowed = [e for e in seen if e.kind == "distill"]
     assert len(narrowed) == 1 and narrowed[0].entries == 24 and eng.cycles == cycles  # undone: not a cycle
@@ -339,6 +343,7 @@ def test_final_keep_is_validated():
     with pytest.raises(UsageError):
         Engine(model, None, PotConfig(size=64, keep=32, final_keep=-1), catalyst_ids=CATALYST)
     eng = run_engine(model, doc_ids(200), PotConfig(size=96, keep=48, chunk=16, final_keep=len(HEADER)))
+    eng.set_catalyst(PROMPT, (1, 3))  # read with this question: narrowed to final_keep
     with pytest.raises(UsageError, match="final-keep"):
         eng.answer(PROMPT, "question", max_new_tokens=6, focus=(1, 3))
 

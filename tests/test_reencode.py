@@ -33,6 +33,7 @@ def test_a_question_is_answered_over_a_fresh_prefill_of_the_pot_tokens(arch):
     model = make_model(arch)
     cfg = PotConfig(size=96, keep=48, chunk=16, final_keep=40, reencode=True)
     eng = run_engine(model, doc_ids(400), cfg)
+    eng.set_catalyst(PROMPT, QUESTION)  # as if read with the question: narrowed to final_keep
     assert eng.cycles >= 3
     n = len(eng.pot)
     seen = []  # the pot while the answer is written: narrowed to 40
