@@ -99,12 +99,12 @@ class Options:
 # ask, summarize and read take the same options; each command's own signature lists only its arguments and its
 # --max-new-tokens. `reading_command` adds these to the signature Typer reads and hands them to the command as
 # one Options. The pot knobs (--pot-size, --keep, ...) come from their declaration in config.py.
-P_POT, P_MODEL, P_IO = "Pot (InfiniPot)", "Model", "Input and output"
 
 
 def _reading_options() -> list[tuple[str, object, object]]:
-    from .config import DTYPE_HELP, cli_knobs, method_help
+    from .config import cli_knobs, method_help
     from .knob_options import knob_option
+    from .options import P_IO, P_POT, device_option, dtype_option, model_option
 
     return [
         ("inputs", Optional[List[str]], typer.Option(
@@ -116,15 +116,9 @@ def _reading_options() -> list[tuple[str, object, object]]:
         ("catalyst", Optional[str], typer.Option(
             None, "--catalyst", rich_help_panel=P_POT, metavar="TEXT",
             help="Your own catalyst prompt text (default: the question for ask, a general one otherwise).")),
-        ("model", Optional[str], typer.Option(
-            None, "-m", "--model", envvar="INFINIPOT_MODEL", rich_help_panel=P_MODEL, metavar="MODEL",
-            help="A .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
-                 "(`infinipot models` lists them). Default: the built-in SmolLM2-135M-Instruct.")),
-        ("device", Optional[str], typer.Option(None, "--device", rich_help_panel=P_MODEL, metavar="DEVICE",
-                                               help="cpu, cuda, cuda:N or auto. Default: auto.")),
-        ("dtype", Optional[str], typer.Option(
-            None, "--dtype", rich_help_panel=P_MODEL, metavar="DTYPE",
-            help=DTYPE_HELP)),
+        ("model", Optional[str], model_option()),
+        ("device", Optional[str], device_option()),
+        ("dtype", Optional[str], dtype_option()),
         ("format", str, typer.Option("auto", "--format", rich_help_panel=P_IO, metavar="FORMAT",
                                      help="Input format: auto, pdf, epub, html or text.")),
         ("load_pot", Optional[str], typer.Option(

@@ -24,7 +24,9 @@ def knob_option(f, panel: str | None = None, short: str | None = None) -> tuple[
 
 def knob(name: str, short: str | None = None):
     """The typer.Option of one declared knob, for a command that takes only some of them."""
-    return knob_option(next(f for f in cli_knobs() if f.name == name), short=short)[2]
+    from .options import P_POT
+
+    return knob_option(next(f for f in cli_knobs() if f.name == name), P_POT, short=short)[2]
 
 
 def pop_knobs(kw: dict) -> dict:
@@ -38,8 +40,10 @@ def with_knobs(short: dict[str, str] | None = None):
     def wrap(fn):
         sig = signature(fn, eval_str=True)
         own = [p for name, p in sig.parameters.items() if name != "knobs"]
+        from .options import P_POT
+
         extra = [Parameter(n, Parameter.KEYWORD_ONLY, default=opt, annotation=ann)
-                 for n, ann, opt in (knob_option(f, short=(short or {}).get(f.name)) for f in cli_knobs())]
+                 for n, ann, opt in (knob_option(f, P_POT, short=(short or {}).get(f.name)) for f in cli_knobs())]
 
         @functools.wraps(fn)
         def command(**kw):

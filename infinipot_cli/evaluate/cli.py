@@ -21,8 +21,9 @@ from typing import Optional
 import typer
 
 from ..errors import InfinipotError, UsageError
-from ..config import DTYPE_HELP, METHODS, PotConfig
+from ..config import METHODS, PotConfig
 from ..knob_options import knob, with_knobs
+from ..options import P_IO, P_MODEL, P_POT, device_option, dtype_option, model_option
 from . import report
 from .haystack import check_haystack
 
@@ -33,11 +34,7 @@ bench_app = typer.Typer(
     add_completion=False,
 )
 
-ModelOpt = typer.Option(None, "--model", "-m", envvar="INFINIPOT_MODEL",
-                        help="Model: a .gguf file, ollama:NAME[:TAG], gemma3-270m, a local folder or a cached Hugging Face id "
-                             "(default: the built-in SmolLM2-135M).")
-DeviceOpt = typer.Option(None, "--device", help="cpu, cuda, cuda:N or auto (default: auto).")
-DtypeOpt = typer.Option(None, "--dtype", help=DTYPE_HELP)
+ModelOpt, DeviceOpt, DtypeOpt = model_option(), device_option(), dtype_option()
 SHORT = {"size": "-M", "keep": "-C"}  # the pot knobs (config.py) take these short flags here too
 PotOpt, KeepOpt, ChunkOpt = knob("size", SHORT["size"]), knob("keep", SHORT["keep"]), knob("chunk")
 
@@ -46,13 +43,13 @@ def _sizes(pot_size: int | None, keep: int | None, chunk: int | None) -> PotConf
     """The default method's configuration with the sizes given (the declared defaults otherwise)."""
     given = {"size": pot_size, "keep": keep, "chunk": chunk}
     return _check_pot([], {k: v for k, v in given.items() if v is not None})
-HaystackOpt = typer.Option(None, "--haystack", help="The haystack: builtin (varied generated prose, the default), "
+HaystackOpt = typer.Option(None, "--haystack", metavar="HAYSTACK", help="The haystack: builtin (varied generated prose, the default), "
                                                     "python-docs (real prose: the Python language reference, "
                                                     "shipped with Python) or a text file (from a seed-chosen line, "
                                                     "repeated as needed).")
-ThreadsOpt = typer.Option(None, "--threads", min=1, help="torch CPU threads (default: torch's choice).")
-SeedOpt = typer.Option(0, "--seed", help="Seed for haystacks and needles.")
-SyntheticOpt = typer.Option(None, "--synthetic", help="Measure a real architecture with random weights and the built-in "
+ThreadsOpt = typer.Option(None, "--threads", min=1, metavar="N", rich_help_panel=P_MODEL, help="torch CPU threads (default: torch's choice).")
+SeedOpt = typer.Option(0, "--seed", metavar="N", help="Seed for haystacks and needles.")
+SyntheticOpt = typer.Option(None, "--synthetic", metavar="ARCH", rich_help_panel=P_MODEL, help="Measure a real architecture with random weights and the built-in "
                                                       "tokenizer instead of --model: llama-8b (Llama-3.1-8B), qwen2-7b "
                                                       "(Qwen2.5-7B), gemma2-9b (Gemma-2-9B) or tiny-llama. Weights are "
                                                       "created on --device in --dtype (~16 GB for llama-8b in bf16).")
@@ -104,36 +101,36 @@ def _trace_outputs(rec: dict, out: Path, about: str) -> None:
 @bench_app.command("needle")
 @with_knobs(SHORT)
 def needle_cmd(
-    lengths: str = typer.Option("4k,8k,16k", "--lengths", "-l", help="Haystack lengths in tokens: 4k,16k,64k,256k,1m."),
-    depths: str = typer.Option("0.1,0.5,0.9", "--depths", "-d", help="Needle depths (0 = start, 1 = end)."),
-    trials: int = typer.Option(1, "--trials", "-t", min=1, help="Trials per (length, depth); each draws a new needle."),
-    methods: str = typer.Option("infinipot", "--methods", help=f"Comma-separated: {', '.join(METHODS)}."),
+    lengths: str = typer.Option("4k,8k,16k", "--lengths", "-l", metavar="LENGTHS", help="Haystack lengths in tokens: 4k,16k,64k,256k,1m."),
+    depths: str = typer.Option("0.1,0.5,0.9", "--depths", "-d", metavar="DEPTHS", help="Needle depths (0 = start, 1 = end)."),
+    trials: int = typer.Option(1, "--trials", "-t", metavar="N", min=1, help="Trials per (length, depth); each draws a new needle."),
+    methods: str = typer.Option("infinipot", "--methods", metavar="METHODS", rich_help_panel=P_POT, help=f"Comma-separated: {', '.join(METHODS)}."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
     haystack: Optional[str] = HaystackOpt,
-    kinds: str = typer.Option("all", "--kinds", help="Needle kinds, rotated over cells: passkey (the paper's task), "
+    kinds: str = typer.Option("all", "--kinds", metavar="KINDS", help="Needle kinds, rotated over cells: passkey (the paper's task), "
                                                      "name, fact, year, quantity (a number with its unit), "
                                                      "role (a person by role), or all."),
-    needle: Optional[str] = typer.Option(None, "--needle", help="Your own needle sentence (with --question and --expect)."),
-    question: Optional[str] = typer.Option(None, "--question", help="The question that asks for your needle."),
-    expect: Optional[str] = typer.Option(None, "--expect", help="Correct = this string appears in the answer (any case)."),
-    answer_prefix: Optional[str] = typer.Option(None, "--answer-prefix", help="Start of the answer for your needle, "
+    needle: Optional[str] = typer.Option(None, "--needle", metavar="TEXT", help="Your own needle sentence (with --question and --expect)."),
+    question: Optional[str] = typer.Option(None, "--question", metavar="TEXT", help="The question that asks for your needle."),
+    expect: Optional[str] = typer.Option(None, "--expect", metavar="TEXT", help="Correct = this string appears in the answer (any case)."),
+    answer_prefix: Optional[str] = typer.Option(None, "--answer-prefix", metavar="TEXT", help="Start of the answer for your needle, "
                                                                               "e.g. 'The pass key is'."),
-    max_new_tokens: int = typer.Option(48, "--max-new-tokens", min=1,
+    max_new_tokens: int = typer.Option(48, "--max-new-tokens", metavar="N", min=1,
                                         help="Answer length limit (answers end at their first sentence or a loop)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic model (see `bench speed "
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", metavar="ARCH", rich_help_panel=P_MODEL, help="A synthetic model (see `bench speed "
                                             "--synthetic`): random weights, so answers are wrong; for the loop's "
                                             "mechanics and memory at scale only."),
-    out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", help="Folder for needle.json and the heatmaps."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
-    flow: str = typer.Option("direct", "--flow", help="Comma-separated: direct (the question is the catalyst while "
+    out: Path = typer.Option(Path("bench-results/needle"), "--out", "-o", metavar="DIR", rich_help_panel=P_IO, help="Folder for needle.json and the heatmaps."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", rich_help_panel=P_IO, help="No progress on stderr."),
+    flow: str = typer.Option("direct", "--flow", metavar="FLOWS", help="Comma-separated: direct (the question is the catalyst while "
                                                       "reading, as `ask DOC q`), read-then-ask (read with the "
                                                       "general catalyst, then ask from that state, as `read "
                                                       "--save-pot` + `ask --load-pot`); both sit side by side."),
-    trace: bool = typer.Option(False, "--trace", help="After every distillation, record where the needle's tokens "
+    trace: bool = typer.Option(False, "--trace", metavar="", rich_help_panel=P_IO, help="After every distillation, record where the needle's tokens "
                                                       "are and what fills the pot: a `trace` per trial in needle.json, "
                                                       "trace-<method>-<length>-<depth>-<trial>.png and a summary on "
                                                       "stderr."),
@@ -210,19 +207,19 @@ def needle_cmd(
 @bench_app.command("speed")
 @with_knobs(SHORT)
 def speed_cmd(
-    lengths: str = typer.Option("2k,8k,32k", "--lengths", "-l", help="Document lengths in tokens: 2k,8k,32k,128k."),
-    methods: str = typer.Option("infinipot,plain,prefill", "--methods",
+    lengths: str = typer.Option("2k,8k,32k", "--lengths", "-l", metavar="LENGTHS", help="Document lengths in tokens: 2k,8k,32k,128k."),
+    methods: str = typer.Option("infinipot,plain,prefill", "--methods", metavar="METHODS", rich_help_panel=P_POT,
                                 help=f"Comma-separated: {', '.join(METHODS)}, plain, prefill, streaming-tbt."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
     haystack: Optional[str] = HaystackOpt,
-    gen_tokens: int = typer.Option(64, "--gen-tokens", min=1, help="Tokens generated after reading, stop tokens "
+    gen_tokens: int = typer.Option(64, "--gen-tokens", metavar="N", min=1, help="Tokens generated after reading, stop tokens "
                                                                    "ignored (TTFT, decode speed over this many)."),
     seed: int = SeedOpt,
     threads: Optional[int] = ThreadsOpt,
     synthetic: Optional[str] = SyntheticOpt,
-    out: Path = typer.Option(Path("bench-results/speed"), "--out", "-o", help="Folder for speed.json and speed.png."),
+    out: Path = typer.Option(Path("bench-results/speed"), "--out", "-o", metavar="DIR", rich_help_panel=P_IO, help="Folder for speed.json and speed.png."),
     knobs: dict = None,
 ) -> None:
     """Read throughput, time split, peak RSS and KV bytes per length; one fresh process per (method, length)."""
@@ -282,40 +279,40 @@ def speed_cmd(
 
 @bench_app.command("qa")
 def qa_cmd(
-    corpus: Path = typer.Option(..., "--corpus", help="A folder with corpus.json (the documents) and questions.json "
+    corpus: Path = typer.Option(..., "--corpus", metavar="PATH", rich_help_panel=P_IO, help="A folder with corpus.json (the documents) and questions.json "
                                                       "(questions, acceptable answers, the gold passage)."),
-    docs: Optional[str] = typer.Option(None, "--docs", help="Comma-separated document ids (default: all)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many questions per document."),
-    ids: Optional[str] = typer.Option(None, "--ids", help="Comma-separated question ids: only these questions."),
-    flows: str = typer.Option("direct,read-then-ask", "--flows",
+    docs: Optional[str] = typer.Option(None, "--docs", metavar="IDS", help="Comma-separated document ids (default: all)."),
+    limit: Optional[int] = typer.Option(None, "--limit", metavar="N", min=1, help="At most this many questions per document."),
+    ids: Optional[str] = typer.Option(None, "--ids", metavar="IDS", help="Comma-separated question ids: only these questions."),
+    flows: str = typer.Option("direct,read-then-ask", "--flows", metavar="FLOWS",
                               help="Comma-separated: direct (ask DOC Q: one read per question, the question as the "
                                    "catalyst), read-then-ask (one read, saved pot, every question asked from it)."),
-    baselines: str = typer.Option("whole,words", "--baselines",
+    baselines: str = typer.Option("whole,words", "--baselines", metavar="BASELINES",
                                   help="Comma-separated, or none: whole (the whole document in the model's window, "
                                        "where it fits), words (the best-matching passages by word overlap alone)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1,
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N", min=1,
                                              help="Skip documents longer than this (approximate tokens)."),
-    direct_max_tokens: Optional[int] = typer.Option(None, "--direct-max-tokens", min=1,
+    direct_max_tokens: Optional[int] = typer.Option(None, "--direct-max-tokens", metavar="N", min=1,
                                                     help="Run the direct flow only on documents up to this length."),
-    method: str = typer.Option("infinipot", "--method", help="The pot's method spec (config.py), e.g. "
+    method: str = typer.Option("infinipot", "--method", metavar="SPEC", rich_help_panel=P_POT, help="The pot's method spec (config.py), e.g. "
                                                              "infinipot+final_keep=1024."),
     pot_size: Optional[int] = PotOpt,
     keep: Optional[int] = KeepOpt,
-    final_keep: Optional[int] = typer.Option(None, "--final-keep", min=0, help="Entries the question's last "
+    final_keep: Optional[int] = typer.Option(None, "--final-keep", metavar="N", rich_help_panel=P_POT, min=0, help="Entries the question's last "
                                              "distillation keeps (default: the method's); also the words baseline's "
                                              "token budget (default 512)."),
-    variants: str = typer.Option("standard", "--variants", help="Comma-separated ways to ask, each from the same "
+    variants: str = typer.Option("standard", "--variants", metavar="VARIANTS", help="Comma-separated ways to ask, each from the same "
                                                                "read: standard (as ask), reshow (the document's "
                                                                "three best-matching sentences quoted before the "
                                                                "question), wide (the answer sees 1,024 kept entries "
                                                                "instead of --final-keep)."),
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens", min=1, help="Answer length limit."),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", metavar="N", min=1, help="Answer length limit."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
     threads: Optional[int] = ThreadsOpt,
-    out: Path = typer.Option(Path("bench-results/qa"), "--out", "-o", help="Folder for qa.json and qa.md."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr."),
+    out: Path = typer.Option(Path("bench-results/qa"), "--out", "-o", metavar="DIR", rich_help_panel=P_IO, help="Folder for qa.json and qa.md."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", rich_help_panel=P_IO, help="No progress on stderr."),
 ) -> None:
     """Real-document questions: answer accuracy, evidence recall, invented content and refusals per document
     and flow (direct, read-then-ask, and the whole-document and word-overlap baselines)."""
@@ -370,24 +367,24 @@ def qa_cmd(
 
 @bench_app.command("summary")
 def summary_cmd(
-    corpus: Path = typer.Option(..., "--corpus", help="corpus.json: documents with a path, a kind and their parts "
+    corpus: Path = typer.Option(..., "--corpus", metavar="PATH", rich_help_panel=P_IO, help="corpus.json: documents with a path, a kind and their parts "
                                                      "(title, distinctive terms)."),
-    docs: Optional[str] = typer.Option(None, "--docs", help="Comma-separated document ids (default: all)."),
-    methods: str = typer.Option("infinipot,infinipot-paper,head,tail,whole", "--methods",
+    docs: Optional[str] = typer.Option(None, "--docs", metavar="IDS", help="Comma-separated document ids (default: all)."),
+    methods: str = typer.Option("infinipot,infinipot-paper,head,tail,whole", "--methods", metavar="METHODS", rich_help_panel=P_POT,
                                 help=f"Comma-separated: {', '.join(METHODS)}, infinipot-paper, and the baselines head, "
                                      "tail (the document cut to what a pot shows) and whole (where it fits the "
                                      "model's window)."),
     pot_size: Optional[int] = PotOpt,
     keep: Optional[int] = KeepOpt,
     chunk: Optional[int] = ChunkOpt,
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=16, help="Summary budget in tokens."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", metavar="N", min=16, help="Summary budget in tokens."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
     threads: Optional[int] = ThreadsOpt,
-    resume: bool = typer.Option(False, "--resume", help="Keep the rows of --out's summary.json made with the same "
+    resume: bool = typer.Option(False, "--resume", metavar="", rich_help_panel=P_IO, help="Keep the rows of --out's summary.json made with the same "
                                                         "settings; run only the missing (document, method) pairs."),
-    out: Path = typer.Option(Path("bench-results/summary"), "--out", "-o", help="Folder for summary.json and "
+    out: Path = typer.Option(Path("bench-results/summary"), "--out", "-o", metavar="DIR", rich_help_panel=P_IO, help="Folder for summary.json and "
                                                                                 "summary.md."),
 ) -> None:
     """Summaries of real documents: section coverage, repeated n-grams, unsupported numbers and names, time."""
