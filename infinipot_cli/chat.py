@@ -3,8 +3,8 @@
 The source is read (or the pot loaded) by session.run with the general catalyst (CaP-G, InfiniPot §3.3.1:
 the questions are not known while reading); then a loop answers each question from that pot:
 
-- stdin is a terminal: a prompt with line editing and history (the `readline` module), each answer streamed
-  to stdout; `/save FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer
+- stdin is a terminal: a prompt with line editing and history (the `readline` module), each answer checked
+  against the document and printed as `ask` prints it (the answer on stdout, its evidence on stderr); `/save FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer
   being written, and at the prompt leaves (exit 130).
 - stdin is not a terminal: one question per line, one answer per line on stdout (its newlines made spaces,
   nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
@@ -55,10 +55,11 @@ class ChatSession:
         self.engine.finish()         # tokens a loaded pot still had pending: forward them once, now
 
     # ---- answering ----------------------------------------------------------------------------------
-    def answer(self, question: str, on_text: Callable[[str], None] | None = None) -> str:
-        """The answer to `question` from the pot as read (streamed through `on_text` as it comes); the engine
-        restores the pot afterwards, also when the answer fails or is interrupted."""
-        return self.session.ask(question, max_new_tokens=self.max_new_tokens, on_text=on_text).text
+    def answer(self, question: str):
+        """The answer to `question` from the pot as read, checked against the document and with its evidence,
+        as `ask` gives it (session.Answer; its `grounded` holds the evidence); the engine restores the pot
+        afterwards, also when the answer fails or is interrupted."""
+        return self.session.ask(question, max_new_tokens=self.max_new_tokens, grounded=True)
 
     # ---- commands -----------------------------------------------------------------------------------
     def command(self, line: str, show: TextIO) -> bool:
@@ -119,8 +120,7 @@ class ChatSession:
                     failed = True
                 continue
             try:
-                ans = self.answer(line)
-                self._print_answer(line, ans)
+                self._print_answer(line, self.answer(line))
             except InfinipotError as e:
                 self._error(str(e))
                 self._print_answer(line, None, str(e))
@@ -154,12 +154,7 @@ class ChatSession:
                     self._error(str(e))
                 continue
             try:
-                if self.json_out:
-                    self._print_answer(line, self.answer(line))
-                else:
-                    self.answer(line, on_text=self._write_out)
-                    self.out.write("\n")
-                    self.out.flush()
+                self._print_answer(line, self.answer(line))
             except KeyboardInterrupt:
                 self.out.write("\n")
                 self.out.flush()
@@ -173,18 +168,21 @@ class ChatSession:
                 self._error(f"unexpected {type(e).__name__}: {e}")
 
     # ---- output -------------------------------------------------------------------------------------
-    def _write_out(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
-
-    def _print_answer(self, question: str, answer: str | None, error: str | None = None) -> None:
+    def _print_answer(self, question: str, answer, error: str | None = None) -> None:
+        """One answer line on `out` (a JSON object with --json: question, answer, evidence, guess); its
+        evidence on `err`, as `ask` shows it."""
+        grounded = getattr(answer, "grounded", None)
         if self.json_out:
-            obj = {"question": question, "answer": answer} if error is None else {"question": question,
-                                                                                  "error": error}
+            obj = {"question": question, "error": error} if error is not None else {
+                "question": question, **(grounded.as_json() if grounded else {"answer": answer.text})}
             self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
         else:
-            self.out.write(" ".join((answer or "").split()) + "\n")
+            self.out.write(" ".join((answer.text if answer else "").split()) + "\n")
         self.out.flush()
+        if grounded is not None and not self.json_out:
+            for line in grounded.lines():
+                self.err.write(line + "\n")
+            self.err.flush()
 
     def _error(self, msg: str) -> None:
         self.err.write(f"infinipot: error: {msg}\n")

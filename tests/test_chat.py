@@ -51,9 +51,12 @@ def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
     assert len(lines) == 3 and lines[2] == "" and all(lines[:2]), r.stdout  # two answers, nothing else
     # each question starts from the pot as read: the same answer asked alone, and as `ask --load-pot` gives
     alone = invoke(["chat", "--load-pot", story_pot, "-q", "--json"] + ANSWER, input=f"{Q_STEPS}\n")
-    assert json.loads(alone.stdout) == {"question": Q_STEPS, "answer": lines[1]}  # --json: one object a line
+    one = json.loads(alone.stdout)  # --json: one object a line, with the evidence as `ask` gives it
+    assert one["question"] == Q_STEPS and one["answer"] == lines[1] and one["evidence"]
     ask = invoke(["ask", "--load-pot", story_pot, Q_STEPS, "--json", "-q"] + ANSWER)
     assert json.loads(ask.stdout)["answer"] == lines[1]
+    assert json.loads(ask.stdout)["evidence"] == one["evidence"]
+    assert r.stderr.count("evidence:") == 2  # each answer's passages on stderr
     # /save wrote a pot that loads and holds the same read
     assert "pot saved to" in r.stderr
     again = invoke(["ask", "--load-pot", saved, Q_CAT, "--json", "-q"] + ANSWER)
@@ -165,8 +168,9 @@ def test_pty_session_answers_and_leaves_on_ctrl_d(story_pot):
         assert _read_until(master, b"? ", 300).replace(b"\r", b"") == b"? "
         os.write(master, (Q_STEPS + "\n").encode())
         got = _read_until(master, b"\n? ", 300).decode().replace("\r", "")
-        echo, answer, prompt = got.split("\n")  # the echoed question, the answer, a new prompt
+        echo, answer, *evidence, prompt = got.split("\n")  # the echoed question, the answer, its evidence, a prompt
         assert (echo, " ".join(answer.split()), prompt) == (Q_STEPS, " ".join(expected.split()), "? "), got
+        assert evidence[0] == "evidence:" and all(e.startswith("  [") for e in evidence[1:]), got
         os.write(master, b"\x04")  # Ctrl-D
         assert p.wait(timeout=60) == 0
     finally:
