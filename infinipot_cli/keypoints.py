@@ -236,7 +236,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
     for k, bag in zip(part_of, bags):
         tf[k].update(bag)
     df = Counter(w for c in tf for w in c)
-    idf = {w: math.log((1 + len(parts)) / (1 + d)) + 1 for w, d in df.items()}
+    idf = {w: math.log((1 + len(parts)) / (1 + d)) for w, d in df.items()}  # a word of every part: 0
     best: dict[int, tuple[float, int, str]] = {}
     for i, (k, bag) in enumerate(zip(part_of, bags)):
         if lens[i] > MAX_UNIT_TOKENS or not bag:
