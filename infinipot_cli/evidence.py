@@ -342,9 +342,15 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
     for group, score in choose(seg, texts, src, s, asked=asked):
         members = torch.isin(seg, torch.tensor(group))
         pos = src[members]
-        text = _clip_words(" ".join(" ".join(texts[g].split()) for g in group), per + 6)
         start, stop = int(pos.min()), int(pos.max()) + 1
+        # the passage decoded as one run of the document's tokens: units joined by a space would split a word
+        # cut between two units (": q!" for ":q!")
+        ids = document_tokens(engine, start, stop) if stop - start == int(members.sum()) else None
+        whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else " ".join(texts[g] for g in group)
+        text = _clip_words(whole, per + 6)
         source, where = locate(engine, start, sources)
+        if "line" in where:  # the line of the passage's first word (it may start with the line break before it)
+            where["line"] += len(whole) - len(whole.lstrip("\n"))
         out.append(Passage(text=text, start=start, stop=stop, score=score, source=source, where=where))
     return out
 

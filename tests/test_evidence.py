@@ -170,9 +170,12 @@ def test_evidence_of_an_answer_in_both_flows(builtin):
     g = ground(eng, prompt, q, guess, sources)
     assert 1 <= len(g.evidence) <= ev.MAX_PASSAGES
     assert sum(len(p.text.split()) for p in g.evidence) <= ev.MAX_WORDS + 3 * 8
-    lines = open(STORY, encoding="utf-8").read().split("\n")
+    story = open(STORY, encoding="utf-8").read()
+    lines = story.split("\n")
+    flat = " ".join(story.split())
     for p in g.evidence:
         assert p.source == STORY and "line" in p.where
+        assert p.text.removesuffix(" …") in flat, p.text  # the document's own words, none split or joined
         assert p.text.split()[0].strip("\"'“") in lines[p.where["line"] - 1], (p.where, p.text)
     js = g.as_json()
     assert set(js["evidence"][0]) >= {"text", "source", "line"}
