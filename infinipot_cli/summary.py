@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .controls import answer_controls
+from .scoring.segments import _is_abbr
 
 KEY_POINTS_TITLE = "Key points:"
 OVERVIEW_TITLE = "Overview: "
@@ -51,8 +52,9 @@ class SupportedSentences:
         self.buf += delta
         at = 0
         while (m := _SENTENCE_END.search(self.buf, at)) is not None:
-            if _LIST_MARK.fullmatch(self.buf[:m.end()]):  # a list item's number: not a sentence
-                at = m.end()
+            word = re.search(r"(\w+)[.]\W*$", self.buf[:m.end()].rstrip())
+            if _LIST_MARK.fullmatch(self.buf[:m.end()]) or (word and _is_abbr(word.group(1))):
+                at = m.end()  # a list item's number, or "Dr." / "e.g.": not a sentence end
                 continue
             sentence, self.buf, at = self.buf[:m.end()], self.buf[m.end():], 0
             self._one(sentence)
@@ -66,6 +68,8 @@ class SupportedSentences:
         bad = []
         if self.document is not None:
             body = _LIST_MARK.sub("", sentence)  # "*3. Title": the item's number is no claim
+            # "Dr. Moraes": an abbreviation's dot ends no sentence, so the name after it is not an opening word
+            body = re.sub(r"\b(\w+)\.(?=\s)", lambda m: m.group(1) if _is_abbr(m.group(1)) else m.group(0), body)
             first = re.match(r"[\s\"'(*#-]*([A-Z][\w'-]*)", body)  # the opening word counts too: "Overall, ..."
             opening = first.group(1) if first else ""
             common = opening in COMMON or opening.lower() in STOPWORDS  # "It", "The", "This": no claim

@@ -58,6 +58,9 @@ def test_the_overview_withholds_a_sentence_that_names_what_the_document_lacks():
     s = SupportedSentences(None, "The maintainer uploaded gzip. Syntax highlighting is on.", "")
     s("1. The document is a helpful AI chatbot.\n*2. SyntaxHighlighter*\n*3. Syntax Highlighting*\n")
     assert s.finish() == "*3. Syntax Highlighting*"  # a list item is checked alone; "AI" is no part of "maintainer"
+    s = SupportedSentences(None, "The survey was led by Dr. Okafor.", "")
+    s("The survey was led by Dr. Okafor. It was carried out by Dr. Moraes, a biologist.")
+    assert s.finish() == "The survey was led by Dr. Okafor."  # "Dr." ends no sentence: the whole one is withheld
 
 
 MAN_PAGE = """NAME
