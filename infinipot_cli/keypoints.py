@@ -237,7 +237,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         tf[k].update(bag)
     df = Counter(w for c in tf for w in c)
     idf = {w: math.log((1 + len(parts)) / (1 + d)) for w, d in df.items()}  # a word of every part: 0
-    best: dict[int, tuple[float, int, str]] = {}
+    cands: dict[int, list[tuple[float, int, str]]] = {}
     for i, (k, bag) in enumerate(zip(part_of, bags)):
         if lens[i] > MAX_UNIT_TOKENS or not bag:
             continue
@@ -252,8 +252,12 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         # a sentence a reader takes in at a glance (<= SHORT words) before a long one
         score = sum(tf[k][w] / total * idf[w] ** 2 for w in bag) / math.sqrt(len(bag))
         score *= _prose(text) ** 2 * min(1.0, SHORT / len(text.split()))
-        if k not in best or score > best[k][0]:
-            best[k] = (score, i, text)
+        cands.setdefault(k, []).append((score, i, text))
+    best, said = {}, Counter()  # the chosen points' word 3-grams: a third use of one would read as a repeat
+    for k in sorted(cands):
+        ranked = sorted(cands[k], key=lambda c: -c[0])
+        best[k] = next((c for c in ranked if not any(said[g] >= 2 for g in _trigrams(c[2]))), ranked[0])
+        said.update(_trigrams(best[k][2]))
     out = []
     for k in sorted(best):
         _, i, text = best[k]
@@ -268,6 +272,11 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         out.append({"text": text, "where": label, **where, "position": int(pos[i]),
                     **({"source": source} if source else {}), **({"part": title} if title else {})})
     return out
+
+
+def _trigrams(text: str) -> list[tuple[str, ...]]:
+    w = re.findall(r"[a-z0-9']+", text.lower())
+    return list(zip(w, w[1:], w[2:]))
 
 
 def _label(where: dict) -> str:
