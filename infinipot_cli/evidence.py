@@ -63,19 +63,22 @@ class Passage:
         return {"text": self.text, "source": self.source, **self.where}
 
     def label(self) -> str:
-        """A short human location: 'p. 12', 'ch. 3', 'line 40', '§ Title'."""
-        w = self.where
-        if "page" in w:
-            s = f"p. {w['page']}"
-        elif "chapter" in w:
-            s = f"ch. {w['chapter']}"
-        elif "line" in w:
-            s = f"line {w['line']}"
-        else:
-            s = ""
-        if w.get("section"):
-            s = f"{s} · {w['section']}" if s else f"§ {w['section']}"
-        return s
+        return where_label(self.where)
+
+
+def where_label(w: dict) -> str:
+    """A short human location from a location dict: 'p. 12 · Title', 'ch. 3', 'line 40 · OPTIONS', '§ Title'."""
+    if "page" in w:
+        s = f"p. {w['page']}"
+    elif "chapter" in w:
+        s = f"ch. {w['chapter']}"
+    elif "line" in w:
+        s = f"line {w['line']}"
+    else:
+        s = ""
+    if w.get("section"):
+        s = f"{s} · {w['section']}" if s else f"§ {w['section']}"
+    return s
 
 
 # ---- what the answer saw -----------------------------------------------------------------------------------

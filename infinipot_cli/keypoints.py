@@ -217,7 +217,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
     import math
     from collections import Counter
 
-    from .evidence import locate
+    from .evidence import locate, where_label
     from .outline import Part, outline
 
     got = _sentences(engine)
@@ -268,7 +268,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         title = parts[k].title
         if title and "section" not in where:
             where["section"] = title
-        label = _label(where)
+        label = where_label(where)
         out.append({"text": text, "where": label, **where, "position": int(pos[i]),
                     **({"source": source} if source else {}), **({"part": title} if title else {})})
     return out
@@ -277,17 +277,3 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
 def _trigrams(text: str) -> list[tuple[str, ...]]:
     w = re.findall(r"[a-z0-9']+", text.lower())
     return list(zip(w, w[1:], w[2:]))
-
-
-def _label(where: dict) -> str:
-    """"p. 5 · 2 Parsing", "line 120 · OPTIONS", "§ Basic usage" from a location dict."""
-    out = []
-    if "page" in where:
-        out.append(f"p. {where['page']}")
-    if "chapter" in where:
-        out.append(f"ch. {where['chapter']}")
-    if "line" in where:
-        out.append(f"line {where['line']}")
-    if where.get("section"):
-        out.append(where["section"] if out else f"§ {where['section']}")
-    return " · ".join(out)
