@@ -149,11 +149,15 @@ def key_points(engine, prompt_ids: list[int], parts: int = PARTS, per_part: int 
 
 
 def _drop_heading(text: str, section: str | None) -> str:
-    """A sentence that begins right after its section's heading ("Methods The team reached…") without it: the
-    heading is already in the point's location."""
-    rest = text[len(section) + 1:] if section and text.startswith(section + " ") else ""
-    if len(rest) > 20 and rest[:1].isupper():  # a new sentence starts after the heading
-        return rest
+    """A sentence that begins right after its section's heading ("Methods The team reached…", "2.4. The glob
+    files The globs2 file is…": the heading with or without its number) without it: the heading is already in the
+    point's location. A heading that is the sentence's own subject ("Methods are listed…") stays."""
+    full = " ".join((section or "").split())
+    for t in (full, re.sub(r"^[\d.]+\s+", "", full)):
+        if t and text.startswith(t + " "):
+            rest = text[len(t) + 1:].lstrip(" :")
+            if len(rest) > 20 and rest[:1].isupper():  # a new sentence starts after the heading
+                return rest
     return text
 
 
@@ -192,16 +196,6 @@ def _content_words(text: str) -> list[str]:
     from .archive import STOPWORDS, words
 
     return [w for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()]
-
-
-def _strip_title(text: str, title: str) -> str:
-    """A sentence that begins with its part's heading (plain text runs the heading into the first sentence)
-    without it."""
-    full = " ".join(title.split())
-    for t in (full, re.sub(r"^[\d.]+\s+", "", full)):  # "2.4. The glob files" and "The glob files"
-        if t and text.startswith(t + " ") and len(text) > len(t) + 20:
-            return text[len(t) + 1:].lstrip(" :-")
-    return text
 
 
 def _prose(text: str) -> float:
@@ -244,7 +238,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         text = _clean(texts[i])
         if text is None:
             continue
-        text = _strip_title(text, parts[k].title)
+        text = _drop_heading(text, parts[k].title)
         if len(text.split()) < MIN_WORDS:
             continue
         total = sum(tf[k].values()) or 1

@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .archive import STOPWORDS
 from .controls import answer_controls
+from .honesty import _NUMBER, COMMON, claims, found
 from .scoring.segments import _is_abbr
 
 KEY_POINTS_TITLE = "Key points:"
@@ -60,9 +62,6 @@ class SupportedSentences:
             self._one(sentence)
 
     def _one(self, sentence: str) -> None:
-        from .archive import STOPWORDS
-        from .honesty import COMMON, claims
-
         if not sentence.strip():
             return
         bad = []
@@ -86,8 +85,6 @@ class SupportedSentences:
 
     def _present(self, claim: str) -> bool:
         """A number as honesty.found checks it; a word as a whole word ("AI" is not in "maintainer")."""
-        from .honesty import _NUMBER, found
-
         if _NUMBER.fullmatch(claim) or not re.fullmatch(r"[\w'-]+", claim):
             return found(claim, self.document, self.low)
         return re.search(rf"(?<![\w]){re.escape(claim.lower())}(?![\w])", self.low) is not None
