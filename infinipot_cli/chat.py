@@ -4,8 +4,9 @@ The source is read (or the pot loaded) by session.run with the general catalyst 
 the questions are not known while reading); then a loop answers each question from that pot:
 
 - stdin is a terminal: a prompt with line editing and history (the `readline` module), each answer checked
-  against the document and printed as `ask` prints it (the answer on stdout, its evidence on stderr); `/save FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer
-  being written, and at the prompt leaves (exit 130).
+  against the document and printed as `ask` prints it (the answer on stdout, its evidence on stderr); `/save
+  FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer being written, and at
+  the prompt leaves (exit 130).
 - stdin is not a terminal: one question per line, one answer per line on stdout (its newlines made spaces,
   nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
   question failed -- ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.

@@ -418,7 +418,8 @@ class Engine:
         """Entries to distill the pot to before answering, or None: the paper's last distillation when the pot
         cannot hold the prompt and the answer (§3.2); for a question also the narrowing: to `final_keep` when the
         pot was read with this question (`known`), else to C (a question asked of a pot read without it sees
-        twice the text: 5 of 14 real-document answers right against 0 of 15 at 512; docs/results/qa.md)."""
+        twice the text: on the same reads of five real documents 6 of 20 answers right against 4 of 21 at 512;
+        docs/results/qa.md)."""
         pot, cfg = self.pot, self.cfg
         if not cfg.bounded:
             return cfg.keep if self.policy.compress_at_end and len(pot) > cfg.keep else None  # SnapKV's one compression
@@ -428,8 +429,9 @@ class Engine:
                              f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
         # a document that fits the pot whole (never distilled while reading) is answered from all of it:
         # narrowing such pots lost answers the whole text gave (docs/results/needle.md)
-        narrow = (cfg.final_keep if known else max(cfg.final_keep, cfg.keep)) if cfg.final_keep else 0
-        narrow = narrow if question and self.cycles > 0 else 0
+        narrow = 0
+        if question and self.cycles > 0 and cfg.final_keep:
+            narrow = cfg.final_keep if known else max(cfg.final_keep, cfg.keep)
         target = None
         if len(pot) > limit:
             target = min(cfg.keep, narrow or cfg.keep, limit)

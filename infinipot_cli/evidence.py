@@ -11,8 +11,9 @@ and the answer with it, each scaled to its maximum (rule "document"; the other R
 alone; measured in docs/results/qa.md: the answer's attention alone found the answer's passage least often).
 The best units, each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES
 passages, about MAX_WORDS words in all; the second is the unit the question's words alone rank first (a wrong
-answer's words point at what misled it, the question's at where the answer should be). The evidence is there for a reader to check the answer against, so
-it may show the passage that holds the answer when the model's answer missed it.
+answer's words point at what misled it, the question's at where the answer should be). The evidence is there
+for a reader to check the answer against, so it may show the passage that holds the answer when the model's
+answer missed it.
 
 Each passage is located with the engine's provenance (reader.py labels every piece: "p. 12 · Title",
 "ch. 3 · Title", "§ Title", "line 40") and the sources' token counts (which file). A text file's label is
