@@ -130,9 +130,13 @@ def units(src: torch.Tensor, tok: torch.Tensor, tokenizer, boundaries: BoundaryT
     pieces = [[] for _ in range(K)]
     for s, t in zip(seg.tolist(), tok.tolist()):
         pieces[s].append(t)
+    return seg, decode_all(tokenizer, pieces)
+
+
+def decode_all(tokenizer, pieces: list[list[int]]) -> list[str]:
+    """The text of each list of token ids (one batched call where the tokenizer has it)."""
     batch = getattr(tokenizer, "batch_decode", None)
-    texts = batch(pieces, skip_special_tokens=True) if batch else [tokenizer.decode(p) for p in pieces]
-    return seg, texts
+    return batch(pieces, skip_special_tokens=True) if batch else [tokenizer.decode(p) for p in pieces]
 
 
 def _newline_ids(tokenizer, tok: torch.Tensor) -> torch.Tensor:

@@ -11,8 +11,8 @@ section, exact line for text).
     document_key_points(engine, limit) -> [{"text", "where", "page"|"chapter"|"line"|"section", "position"}]
 
 Fallback, when the document as read is not all held (an interrupted read, a per-head pot): the pot's own
-choice. After a general read, the pot holds whole sentences of every stretch of the document (spread.py). For a summary,
-the summary prompt is forwarded once over the pot as the catalyst (CaP, §3.3.1; the pot is cropped back after)
+choice. After a general read, the pot holds whole sentences of every stretch of the document (spread.py); the
+summary prompt is forwarded once over the pot as the catalyst (CaP, §3.3.1; the pot is cropped back after)
 and every kept sentence gets the mean of its tokens' scores: CaP and NuC (§3.3.2) as percentile ranks, mixed
 with the pot's alpha as the selection mixes them. The document read is cut into `parts` equal stretches; each
 gives its best `per_part` sentences (clean prose only: enough words, mostly letters), in document order, each
@@ -23,7 +23,10 @@ with where it came from (the reader's provenance: page, chapter or line).
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
+from collections import Counter
 
 import torch
 
@@ -170,7 +173,7 @@ def render(points: list[dict]) -> str:
 def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
     """(start position, length, text) of every sentence / paragraph unit of the document as read (the pot and
     its archive), or None when some of it is held by neither."""
-    from .evidence import document_tokens
+    from .evidence import decode_all, document_tokens
 
     n = engine.tokens_read
     cached = getattr(engine, "_key_units", None)
@@ -184,9 +187,7 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
         starts[0] = True
         first = starts.nonzero().flatten().tolist()
         bounds = first + [n]
-        pieces = [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        batch = getattr(engine.tok, "batch_decode", None)
-        texts = batch(pieces, skip_special_tokens=True) if batch else [engine.tok.decode(p) for p in pieces]
+        texts = decode_all(engine.tok, [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
         out = (first, [b - a for a, b in zip(bounds[:-1], bounds[1:])], texts)
     engine._key_units = (n, out)
     return out
@@ -208,9 +209,6 @@ def _prose(text: str) -> float:
 def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dict] | None:
     """One key point per part of the document (at most `limit`), in document order; None when the document
     as read is not all held (the caller falls back to key_points())."""
-    import math
-    from collections import Counter
-
     from .evidence import locate, where_label
     from .outline import Part, outline
 
@@ -223,7 +221,6 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         n = engine.tokens_read
         parts = [Part(k * n // PARTS, "") for k in range(PARTS)]
     starts = [p.start for p in parts]
-    import bisect
     part_of = [max(0, bisect.bisect_right(starts, p) - 1) for p in pos]
     bags = [Counter(_content_words(t)) for t in texts]
     tf: list[Counter] = [Counter() for _ in parts]
@@ -231,6 +228,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         tf[k].update(bag)
     df = Counter(w for c in tf for w in c)
     idf = {w: math.log((1 + len(parts)) / (1 + d)) for w, d in df.items()}  # a word of every part: 0
+    totals = [sum(c.values()) or 1 for c in tf]
     cands: dict[int, list[tuple[float, int, str]]] = {}
     for i, (k, bag) in enumerate(zip(part_of, bags)):
         if lens[i] > MAX_UNIT_TOKENS or not bag:
@@ -241,10 +239,9 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         text = _drop_heading(text, parts[k].title)
         if len(text.split()) < MIN_WORDS:
             continue
-        total = sum(tf[k].values()) or 1
         # cosine of the sentence's word set with the part's TF-IDF centroid; prose before code and tables,
         # a sentence a reader takes in at a glance (<= SHORT words) before a long one
-        score = sum(tf[k][w] / total * idf[w] ** 2 for w in bag) / math.sqrt(len(bag))
+        score = sum(tf[k][w] / totals[k] * idf[w] ** 2 for w in bag) / math.sqrt(len(bag))
         score *= _prose(text) ** 2 * min(1.0, SHORT / len(text.split()))
         cands.setdefault(k, []).append((score, i, text))
     best, said = {}, Counter()  # the chosen points' word 3-grams: a third use of one would read as a repeat
