@@ -73,18 +73,16 @@ class AnswerLayer(CacheLayerMixin):
         self._views()
         return self.keys, self.values
 
-    def append_row(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """The decode step's write: one row, key/value (H_kv, 1, D) of an initialized layer. Returns the whole
-        buffers (H_kv, capacity, D) of batch 0 and the filled length after the write."""
+    def next_row(self) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The decode step's room for one more entry of an initialized layer: grows the buffers if they are full,
+        counts the row as filled and returns the whole buffers (H_kv, capacity, D) of batch 0 and the row's index,
+        which the step writes in place."""
         n = self.length
         if n + 1 > self.capacity:
             self._grow(n + 1)
-        k, v = self._k[0], self._v[0]
-        k[:, n:n + 1].copy_(key)
-        v[:, n:n + 1].copy_(value)
         self.length = n + 1
         self._views()
-        return k, v, n + 1
+        return self._k[0], self._v[0], n
 
     def buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The whole (B, H_kv, capacity, D) buffers; rows past the filled length are zeros."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import compiled_step
 from .answer_cache import AnswerCache
 from .attention import one_row
 from .compat import text_config
@@ -70,11 +71,11 @@ class _Norm:
     def __init__(self, mod: torch.nn.Module, eps: float, gemma: bool):
         self.eps = eps
         self.gemma = gemma
-        self.w = 1.0 + mod.weight.detach().float() if gemma else mod.weight
+        self.tensors = [1.0 + mod.weight.detach().float() if gemma else mod.weight.detach()]
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def apply(self, x: torch.Tensor, ts: list[torch.Tensor]) -> torch.Tensor:
         n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
-        return (n * self.w).to(x.dtype) if self.gemma else self.w * n.to(x.dtype)
+        return (n * ts[0]).to(x.dtype) if self.gemma else ts[0] * n.to(x.dtype)
 
 
 class _Linear:
@@ -82,41 +83,62 @@ class _Linear:
 
     Layers that all hold the same number of 4-bit products (q4.Q4Linear: one for a 16-level grid, two for 32 or 256
     levels) share those products over their concatenated packs when the pack's 64-row blocks line up (every layer
-    but the last a multiple of 64 rows); otherwise each layer runs its own forward (dense weights are never
-    copied)."""
+    but the last a multiple of 64 rows); otherwise each layer is its own group: its own 4-bit products, or its dense
+    weight (never copied). ``tensors`` lists every tensor the arithmetic reads, in the order ``apply`` takes them:
+    per group its products' (pack, scales) pairs or its weight, then its bias if it has one."""
 
     def __init__(self, mods: list[torch.nn.Module]):
-        self.mods = mods
-        self.int4 = None
+        self.groups: list[tuple[int, bool]] = []  # per group: (4-bit products, 0 for a dense weight; has a bias)
+        self.tensors: list[torch.Tensor] = []
         parts = {len(getattr(m, "q4_parts", ())) for m in mods}
         if all(isinstance(m, Q4Linear) for m in mods) and len(parts) == 1 and all(
                 m.out_features % _PACK_ROWS == 0 for m in mods[:-1]):
-            self.int4 = []
+            joint = []
             for i in range(parts.pop()):
                 packed = torch.cat([m.q4_parts[i][0] for m in mods], 0)  # (N, K/2): blocks of 64 output rows
-                self.int4.append((packed, torch.cat([m.q4_parts[i][1] for m in mods], 1).contiguous()))  # (K/32, N, 2)
+                joint.append((packed, torch.cat([m.q4_parts[i][1] for m in mods], 1).contiguous()))  # (K/32, N, 2)
             start = 0
             for m in mods:  # the layers keep row views of the joint packs: no second copy of the weights
                 m.q4_parts = [(packed[start:start + m.out_features], part[1])
-                              for (packed, _), part in zip(self.int4, m.q4_parts)]
+                              for (packed, _), part in zip(joint, m.q4_parts)]
                 start += m.out_features
             biases = [m.bias for m in mods]
-            self.bias = None if all(b is None for b in biases) else torch.cat(
+            bias = None if all(b is None for b in biases) else torch.cat(
                 [b if b is not None else m.weight.new_zeros(m.out_features) for b, m in zip(biases, mods)])
-        self.dtype = mods[0].weight.dtype
-        self.one = mods[0] if len(mods) == 1 else None
+            self._group(len(joint), [t for pair in joint for t in pair], bias)
+            return
+        for m in mods:
+            if isinstance(m, Q4Linear):
+                self._group(len(m.q4_parts), [t for pair in m.q4_parts for t in pair], m.bias)
+            else:
+                self._group(0, [m.weight], m.bias)
+
+    def _group(self, products: int, ts: list[torch.Tensor], bias: torch.Tensor | None) -> None:
+        self.groups.append((products, bias is not None))
+        self.tensors += [t.detach() for t in ts] + ([bias.detach()] if bias is not None else [])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.int4 is not None and x.dtype == self.dtype:
-            y = int4_products(x, self.int4)
-            return y if self.bias is None else y + self.bias
-        if self.one is not None:
-            return self.one(x)
-        return torch.cat([m(x) for m in self.mods], -1)
+        return self.apply(x, self.tensors)
+
+    def apply(self, x: torch.Tensor, ts: list[torch.Tensor]) -> torch.Tensor:
+        outs, i = [], 0
+        for products, has_bias in self.groups:
+            if products:
+                y = int4_products(x, [(ts[i + 2 * j], ts[i + 2 * j + 1]) for j in range(products)])
+                i += 2 * products
+            else:
+                y = torch.nn.functional.linear(x, ts[i])
+                i += 1
+            if has_bias:
+                y = y + ts[i]
+                i += 1
+            outs.append(y)
+        return outs[0] if len(outs) == 1 else torch.cat(outs, -1)
 
 
 class _Layer:
-    """One decoder layer's weights, norms and attention settings, gathered once from its architecture's row."""
+    """One decoder layer's weights, norms and attention settings, gathered once from its architecture's row.
+    ``tensors``: every tensor its arithmetic reads, its parts' lists one after another (``parts`` order)."""
 
     def __init__(self, layer: torch.nn.Module, i: int, cfg, arch: Arch):
         att, mlp = layer.self_attn, layer.mlp
@@ -134,7 +156,8 @@ class _Layer:
         self.gate_up = _Linear([getattr(mlp, n) for n in arch.gate_up])
         self.down = _Linear([mlp.down_proj])
         self.act = getattr(mlp, arch.act)
-        self.qk_norm = (_Norm(att.q_norm, eps, gemma), _Norm(att.k_norm, eps, gemma)) if arch.qk_norm else None
+        self.q_norm, self.k_norm = (_Norm(att.q_norm, eps, gemma), _Norm(att.k_norm, eps, gemma)) if arch.qk_norm \
+            else (None, None)
         self.scaling = float(att.scaling)
         self.softcap = float(cfg.attn_logit_softcapping) if arch.softcap and cfg.attn_logit_softcapping else None
         types = getattr(cfg, "layer_types", None)
@@ -143,6 +166,18 @@ class _Layer:
         self.window = getattr(cfg, "sliding_window", None) if sliding else None  # the keys a query sees
         self.rope_type = typ if arch.rope_per_type else None
         self.layer_idx = i
+        names = ["in_norm", "att_out_norm", "mlp_norm", "mlp_out_norm", "qkv", "o", "gate_up", "down", "q_norm",
+                 "k_norm"]
+        self.parts = [(n, len(getattr(self, n).tensors)) for n in names if getattr(self, n) is not None]
+        self.tensors = [t for n, _ in self.parts for t in getattr(self, n).tensors]
+
+    def split(self, ts: list[torch.Tensor]) -> dict[str, list[torch.Tensor]]:
+        """This layer's flat tensor list (``tensors`` or the compiled step's inputs) by part."""
+        out, i = {}, 0
+        for name, k in self.parts:
+            out[name] = ts[i:i + k]
+            i += k
+        return out
 
 
 def _has(mod: torch.nn.Module, names: list[str]) -> bool:
@@ -150,7 +185,11 @@ def _has(mod: torch.nn.Module, names: list[str]) -> bool:
 
 
 class DecodeStep:
-    """``step(token, cache) -> hidden`` for one token over an AnswerCache; see the module docstring."""
+    """``step(token, cache) -> hidden`` for one token over an AnswerCache; see the module docstring.
+
+    The arithmetic (:meth:`layers_forward`) is a function of tensors only — the token's embedding, its position,
+    the RoPE tables, the masks, the cache buffers and the weights — so the same code runs eagerly or as the
+    compiled library ``compiled_step.py`` built from it, whichever this model has (``compiled``)."""
 
     def __init__(self, model: torch.nn.Module):
         cfg = text_config(model)
@@ -161,10 +200,13 @@ class DecodeStep:
         self.norm = _Norm(base.norm, float(cfg.rms_norm_eps), arch.gemma_norms)
         self.layers = [_Layer(layer, i, cfg, arch) for i, layer in enumerate(base.layers)]
         self.rope_types = sorted({L.rope_type for L in self.layers}, key=str)
+        for L in self.layers:
+            L.rope_index = self.rope_types.index(L.rope_type)
         self.hq = cfg.num_attention_heads
         self.hkv = cfg.num_key_value_heads
         self.d = int(base.layers[0].self_attn.head_dim)
         self._swap: dict[int, torch.Tensor] = {}  # rotated dims R -> the index order of rotate_half's halves
+        self.compiled = None  # compiled_step.Compiled, when this model's library is built and loaded
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -190,12 +232,12 @@ class DecodeStep:
         """The cache is an AnswerCache (its buffers are what the step attends over)."""
         return isinstance(cache, AnswerCache)
 
-    def _rope(self, x: torch.Tensor, pos: int) -> dict:
-        """RoPE tables for position `pos`, once per token for each layer type: {type: (cos, sin_rot, swap)}, cos and
-        sin_rot (1, R) (R = the rotated dims: all of a head's, or the first ones with partial rotary, Phi-3);
-        rotate_half(x) * sin == x[:, swap] * sin_rot."""
+    def rope_tables(self, x: torch.Tensor, pos: int) -> list[torch.Tensor]:
+        """RoPE tables for position `pos`, once per token for each layer type (``rope_types`` order), three
+        tensors per type: cos and sin_rot (1, R) (R = the rotated dims: all of a head's, or the first ones with
+        partial rotary, Phi-3) and swap (R,), with rotate_half(x) * sin == x[:, swap] * sin_rot."""
         at = torch.tensor([[pos]], device=x.device)
-        out = {}
+        out = []
         for t in self.rope_types:
             cos, sin = self.rotary(x[None], at) if t is None else self.rotary(x[None], at, t)  # (1, 1, R) each
             cos, sin = cos[0], sin[0]
@@ -204,51 +246,77 @@ class DecodeStep:
             swap = self._swap.get(r)
             if swap is None:
                 swap = self._swap[r] = torch.cat([torch.arange(half, r), torch.arange(half)]).to(x.device)
-            out[t] = (cos, torch.cat((-sin[:, :half], sin[:, half:]), -1), swap)
+            out += [cos, torch.cat((-sin[:, :half], sin[:, half:]), -1), swap]
         return out
 
-    @torch.inference_mode()
-    def __call__(self, token: int, cache: AnswerCache) -> torch.Tensor:
-        """Run `token` through every layer, appending its keys/values to `cache`; returns the final-norm hidden
-        state (1, d) in the model's dtype (the LM head's input)."""
-        dev = self.embed.weight.device
+    def masks(self, caps: list[int], filled: list[int], device) -> list[torch.Tensor]:
+        """Per layer, the additive fp32 mask (capacity,) over its buffer rows: -inf on the unfilled rows and, in
+        sliding-window layers, before the window (the query at position n - 1 sees keys n - W .. n - 1). Layers
+        with the same buffer, length and window share one tensor."""
+        made, out = {}, []
+        for L, cap, n in zip(self.layers, caps, filled):
+            key = (cap, n, L.window)
+            m = made.get(key)
+            if m is None:
+                m = made[key] = torch.zeros(cap, device=device)
+                m[n:] = float("-inf")
+                if L.window is not None:
+                    m[:max(0, n - L.window)] = float("-inf")
+            out.append(m)
+        return out
+
+    def layers_forward(self, x: torch.Tensor, rows: list[torch.Tensor], ropes: list[torch.Tensor],
+                       masks: list[torch.Tensor], keys: list[torch.Tensor], values: list[torch.Tensor],
+                       weights: list[list[torch.Tensor]], norm: list[torch.Tensor]) -> torch.Tensor:
+        """Every layer for one token, a function of tensors only (what the compiled library is built from).
+
+        x (1, d_model) the token's embedding; rows: per layer (1,) int64, the buffer row it is written to; ropes: the RoPE
+        tables (:meth:`rope_tables`); masks: per layer (capacity,) (:meth:`masks`); keys/values: per layer the
+        (Hkv, capacity, D) buffers, the token's key and value written at its row in place; weights: per layer its
+        tensors (``_Layer.tensors``); norm: the final norm's. Returns the final-norm hidden state (1, d_model)."""
         hq, hkv, d = self.hq, self.hkv, self.d
         nqk = (hq + hkv) * d
-        x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
-        rope = self._rope(x, cache.get_seq_length())
-        tails, filled = {}, -1  # the masks over the buffer's rows per window, shared by the layers
-        for L in self.layers:
-            qkv = L.qkv(L.in_norm(x))[0]  # ((Hq + 2 Hkv) * D,)
+        for L, row, k_buf, v_buf, mask, ws in zip(self.layers, rows, keys, values, masks, weights):
+            w = L.split(ws)
+            qkv = L.qkv.apply(L.in_norm.apply(x, w["in_norm"]), w["qkv"])[0]  # ((Hq + 2 Hkv) * D,)
             qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
-            if L.qk_norm is not None:
-                qk = torch.cat([L.qk_norm[0](qk[:hq]), L.qk_norm[1](qk[hq:])])
-            cos, sin_rot, swap = rope[L.rope_type]
+            if L.q_norm is not None:
+                qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"]), L.k_norm.apply(qk[hq:], w["k_norm"])])
+            cos, sin_rot, swap = ropes[3 * L.rope_index:3 * L.rope_index + 3]
             r = cos.shape[-1]
             if r == d:
                 qk = qk * cos + qk.index_select(1, swap) * sin_rot  # x cos + rotate_half(x) sin
             else:  # partial rotary: the first R dims of each head
                 rot = qk[:, :r]
                 qk = torch.cat([rot * cos + rot.index_select(1, swap) * sin_rot, qk[:, r:]], -1)
-            # (Hkv, capacity, D) each, contiguous: rows past n are zeros
-            keys, values, n = cache.layers[L.layer_idx].append_row(qk[hq:].view(hkv, 1, d),
-                                                                   qkv[nqk:].view(hkv, 1, d))
-            cap = keys.shape[1]
-            if filled != n or tails[None].shape[-1] != cap:
-                full = torch.zeros(cap, device=dev)
-                full[n:] = float("-inf")  # (capacity,): the unfilled rows get no attention
-                tails, filled = {None: full}, n
-            tail = tails.get(L.window)
-            if tail is None:  # a sliding window: the query (position n - 1) sees keys n - W .. n - 1
-                tail = tails[L.window] = tails[None].clone()
-                tail[:max(0, n - L.window)] = float("-inf")
+            k_buf.index_copy_(1, row, qk[hq:].view(hkv, 1, d))
+            v_buf.index_copy_(1, row, qkv[nqk:].view(hkv, 1, d))
             q = qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
-            a = L.o(one_row(q, keys, values, tail, L.scaling, L.softcap).view(1, hq * d))  # (1, d_model)
-            x = x + (a if L.att_out_norm is None else L.att_out_norm(a))
-            gu = L.gate_up(L.mlp_norm(x))
+            a = L.o.apply(one_row(q, k_buf, v_buf, mask, L.scaling, L.softcap).view(1, hq * d), w["o"])  # (1, d)
+            x = x + (a if L.att_out_norm is None else L.att_out_norm.apply(a, w["att_out_norm"]))
+            gu = L.gate_up.apply(L.mlp_norm.apply(x, w["mlp_norm"]), w["gate_up"])
             i = gu.shape[-1] // 2
-            m = L.down(L.act(gu[:, :i]) * gu[:, i:])
-            x = x + (m if L.mlp_out_norm is None else L.mlp_out_norm(m))
-        return self.norm(x)
+            m = L.down.apply(L.act(gu[:, :i]) * gu[:, i:], w["down"])
+            x = x + (m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"]))
+        return self.norm.apply(x, norm)
+
+    @torch.inference_mode()
+    def __call__(self, token: int, cache: AnswerCache) -> torch.Tensor:
+        """Run `token` through every layer, appending its keys/values to `cache`; returns the final-norm hidden
+        state (1, d) in the model's dtype (the LM head's input)."""
+        dev = self.embed.weight.device
+        x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
+        ropes = self.rope_tables(x, cache.get_seq_length())
+        rows = [cache.layers[L.layer_idx].next_row() for L in self.layers]  # (keys, values, row) per layer
+        keys, values = [k for k, _, _ in rows], [v for _, v, _ in rows]
+        at = [n for _, _, n in rows]
+        masks = self.masks([k.shape[1] for k in keys], [n + 1 for n in at], dev)
+        made: dict[int, torch.Tensor] = {}  # layers at the same row share its index tensor
+        rows_t = [made.setdefault(n, torch.tensor([n], device=dev)) for n in at]
+        if self.compiled is not None and self.compiled.fits(keys):
+            return self.compiled(x, rows_t, ropes, masks, keys, values)
+        return self.layers_forward(x, rows_t, ropes, masks, keys, values, [L.tensors for L in self.layers],
+                                   self.norm.tensors)
 
 
 def for_model(model: torch.nn.Module) -> DecodeStep | None:
@@ -257,6 +325,8 @@ def for_model(model: torch.nn.Module) -> DecodeStep | None:
     step = getattr(model, _ATTR, None)
     if step is None:
         step = DecodeStep(model) if DecodeStep.supports(model) else False
+        if step:
+            step.compiled = compiled_step.load(step)
         setattr(model, _ATTR, step)
     return step or None
 

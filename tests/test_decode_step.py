@@ -113,8 +113,8 @@ def test_four_bit_layers_run_as_joint_products(tmp_path):
     step = decode_step.for_model(model)
     layer = step.layers[0]
     mlp, att = model.model.layers[0].mlp, model.model.layers[0].self_attn
-    assert layer.gate_up.int4 is not None  # gate and up: one product (128 + 128 rows)
-    assert layer.qkv.int4 is None  # k has 32 rows: the pack's 64-row blocks would not line up, so three products
+    assert layer.gate_up.groups == [(1, False)]  # gate and up: one product (128 + 128 rows)
+    assert layer.qkv.groups == [(1, False)] * 3  # k has 32 rows: the 64-row blocks would not line up: three products
     assert mlp.up_proj.q4_parts[0][0].data_ptr() != mlp.gate_proj.q4_parts[0][0].data_ptr()  # views of the joint pack
     x = torch.randn(1, mlp.gate_proj.in_features).bfloat16()
     with torch.no_grad():
@@ -158,8 +158,8 @@ def test_five_bit_layers_share_their_two_products(tmp_path):
     ref = _forward_cache(model, ids)
     kv = AnswerCache.from_cache(_forward_cache(model, ids), 8)
     layer = decode_step.for_model(model).layers[0]
-    assert len(layer.gate_up.int4) == 2  # gate and up: two joint products, one per 4-bit part
-    assert layer.qkv.int4 is None  # v holds one product, q and k two: each runs its own
+    assert layer.gate_up.groups == [(2, False)]  # gate and up: two joint products, one per 4-bit part
+    assert layer.qkv.groups == [(2, False), (2, False), (1, False)]  # v holds one product, q and k two: each its own
     x = torch.randn(1, mlp.gate_proj.in_features).bfloat16()
     with torch.no_grad():
         assert torch.equal(layer.gate_up(x), torch.cat([mlp.gate_proj(x), mlp.up_proj(x)], -1))

@@ -1,0 +1,81 @@
+"""The decode step compiled ahead of time (infinipot_cli/compiled_step.py): built from the step's own arithmetic for
+a tiny Llama and a tiny Gemma 3 (sliding layers, q/k norms, two RoPE tables), it gives the eager step's logits and
+cache rows across a cache that grows; a library for another structure is not used; and the built-in model's
+compiled answer to a sample document's question, where `make setup` built its library, is the eager step's (its
+rounding is not the eager step's everywhere: fused fp32 softmax and norm sums, so a long generation can part after
+tens of tokens; docs/results/speed.md)."""
+
+import shutil
+
+import pytest
+import torch
+
+from infinipot_cli import compiled_step, decode_step
+from infinipot_cli.decode import AnswerCache, answer_room, generate
+from test_decode_step import _forward_cache, _model
+from test_engine import PROMPT, doc_ids
+
+needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
+                                    reason="no C++ compiler to build the library")
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
+    model = _model(arch)
+    step = decode_step.for_model(model)
+    assert step.compiled is None  # nothing built yet: eager
+    path = compiled_step.build(step)
+    assert path.is_file() and path.parent == tmp_path / "compiled"
+    compiled = compiled_step.load(step)
+    assert compiled is not None
+    ctx = doc_ids(60, seed=3)
+    src = _forward_cache(model, ctx)
+    eager_kv = AnswerCache.from_cache(src, 4)
+    comp_kv = AnswerCache.from_cache(src, 4)  # 4 rows of room: the buffers grow on the fifth token
+    for tok in (5, 17, 99, 3, 41, 8):
+        with torch.no_grad():
+            step.compiled = None
+            want = model.lm_head(step(tok, eager_kv))[0]
+            step.compiled = compiled
+            got = model.lm_head(step(tok, comp_kv))[0]
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert comp_kv.layers[0].capacity > 64  # grown: the library's capacity is a dynamic size
+    for a, b in zip(comp_kv.layers, eager_kv.layers):
+        torch.testing.assert_close(a.keys, b.keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(a.values, b.values, rtol=1e-5, atol=1e-5)
+    want = generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), 20)), PROMPT, 20)
+    decode_step.enable(model)  # built again: finds its library
+    assert decode_step.for_model(model).compiled is not None
+    assert generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), 20)), PROMPT, 20) == want
+
+
+def test_a_library_is_only_used_for_its_own_structure(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
+    a, b = decode_step.for_model(_model("llama")), decode_step.for_model(_model("qwen3"))
+    assert compiled_step.key(a) != compiled_step.key(b)
+    path = compiled_step.library_path(a)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a library")  # a damaged file: the step stays eager
+    assert compiled_step.load(a) is None and compiled_step.load(b) is None
+
+
+def test_the_builtin_models_compiled_answer_is_the_eager_one(builtin):
+    model, tok = builtin.model, builtin.tokenizer
+    step = decode_step.for_model(model)
+    if step.compiled is None:
+        pytest.skip("the built-in model's compiled step is not built here (make setup builds it)")
+    text = open("sample_docs/lighthouse.txt").read()
+    src = _forward_cache(model, tok(text)["input_ids"])  # the whole story, 3.2K tokens
+    ask = tok.apply_chat_template([{"role": "user", "content": "What was the keeper's cat called?"}],
+                                  add_generation_prompt=True, tokenize=True)
+    ask = ask["input_ids"] if hasattr(ask, "keys") else ask
+    compiled, stops = step.compiled, {tok.eos_token_id}
+    try:
+        step.compiled = None
+        want = generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 60)), ask, 60, stop_ids=stops)
+    finally:
+        step.compiled = compiled
+    assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 60)), ask, 60, stop_ids=stops) == want
+    assert len(want) >= 5 and tok.decode(want).startswith("The keeper")
