@@ -96,9 +96,18 @@ class _Graph(torch.nn.Module):
 def build(step) -> Path:
     """Export and compile `step`'s arithmetic into its library (written atomically); returns its path.
     Raises on any failure (no compiler, an operation export cannot trace)."""
+    import warnings
+
     import torch._inductor
     import torch._inductor.config as inductor_config
 
+    with warnings.catch_warnings():  # export's and inductor's deprecation notices are not the user's concern
+        warnings.simplefilter("ignore")
+        return _build(step, torch._inductor, inductor_config)
+
+
+def _build(step, inductor, inductor_config) -> Path:
+    """build's work: example inputs (a 256-row cache), export with the capacity dynamic, compile, keep the .so."""
     dev = step.embed.weight.device
     if dev.type != "cpu":
         raise RuntimeError("the compiled decode step is built for the CPU only")
@@ -126,7 +135,7 @@ def build(step) -> Path:
     with torch.no_grad():
         ep = torch.export.export(_Graph(step), tuple(flat), dynamic_shapes=(tuple(dyn),))
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp, inductor_config.patch(emulate_precision_casts=True):
-        pkg = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "step.pt2"))
+        pkg = inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "step.pt2"))
         with zipfile.ZipFile(pkg) as z:
             names = [m for m in z.namelist() if m.endswith(".so")]
             if len(names) != 1:

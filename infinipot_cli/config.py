@@ -59,6 +59,9 @@ class PotConfig:
     spread: int = knob(0, "A general read (no question) keeps its entries spread evenly over N stretches of the "
                           "document read so far (0 = off: the newest text wins, as the paper). `summarize` uses "
                           "16 unless given.", lo=0, infinipot=True)
+    nuc_sample: bool = knob(True, "With a vocabulary too large for a small model's read (Gemma 3 270M's 262K), NuC's "
+                                  "log-sum-exp over a sample of it (off = the whole vocabulary, as the paper).",
+                            infinipot=True)
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
@@ -168,7 +171,7 @@ def _range_text(f: dataclasses.Field) -> str:
 # from the pot's KV), one flag away as `--method infinipot-paper`.
 PAPER_OPTIONS = {"share": False, "share_from": 0.0, "segment": 0, "relevance": False, "final_keep": 0,
                  "reencode": False, "recall": 0,
-                 "spread": 0}
+                 "spread": 0, "nuc_sample": False}
 PRESETS = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
 
 

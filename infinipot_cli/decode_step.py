@@ -18,6 +18,10 @@ sliding windows, RoPE per layer type; biases are the projections' own, added whe
 in the table, or whose layers lack what its row names, decodes through the model's forward. The result is the
 model's forward up to rounding order (tests/test_decode_step.py compares logits and greedy answers).
 :func:`enable` turns the step off (and on again) for one model: the forward's answers, for comparisons.
+
+The layers' arithmetic (:meth:`DecodeStep.layers_forward`) is a function of tensors only, so ``compiled_step.py``
+can compile that same code ahead of time into a library; a model whose library is built runs a token as one call
+to it (``DecodeStep.compiled``), otherwise eagerly.
 """
 
 from __future__ import annotations

@@ -262,7 +262,7 @@ class Engine:
                 ids_t = torch.tensor(ids, device=self.device)
                 if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
                     t1 = time.perf_counter()
-                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t)
+                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t, sample=self.cfg.nuc_sample)
                     sync(self.device)
                     self.timings.nuc += time.perf_counter() - t1
                 else:

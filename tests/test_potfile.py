@@ -122,7 +122,7 @@ def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, mo
     eng.set_catalyst(cat, focus)
     import dataclasses
 
-    old_fields = ("segment", "relevance", "final_keep", "reencode", "recall")  # options a pot can predate
+    old_fields = ("segment", "relevance", "final_keep", "reencode", "recall", "nuc_sample")  # a pot can predate them
     monkeypatch.setattr(PotConfig, "as_dict", lambda self: {k: v for k, v in dataclasses.asdict(self).items()
                                                             if k not in old_fields})
     path = tmp_path / "old.pot"
@@ -133,6 +133,7 @@ def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, mo
     old, _ = load_pot(path, model, tok)
     assert (old.cfg.segment, old.cfg.relevance, old.cfg.share, old.cfg.final_keep, old.cfg.reencode) == (
         0, False, True, 0, False)
+    assert old.cfg.nuc_sample is False  # read before the sample existed: with the whole vocabulary
     assert old.catalyst == cat and old.catalyst_focus == focus is not None
 
 
@@ -267,7 +268,7 @@ def test_read_meta_and_inspect(saved, tok):
     assert meta["format_version"] == 1 and meta["model"] == "tiny-llama"
     assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32,
                               "share": True, "share_from": 0.5, "relevance": True, "segment": 48,
-                              "final_keep": 512, "reencode": True, "spread": 0, "recall": 1024}
+                              "final_keep": 512, "reencode": True, "spread": 0, "nuc_sample": True, "recall": 1024}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
     assert meta["entries"] == len(eng.pot) and meta["n_pinned"] == len(HEADER)
