@@ -2,8 +2,8 @@
 a tiny Llama and a tiny Gemma 3 (sliding layers, q/k norms, two RoPE tables), it gives the eager step's logits and
 cache rows across a cache that grows; a library for another structure is not used; and the built-in model's
 compiled answer to a sample document's question, where `make setup` built its library, is the eager step's (its
-rounding is not the eager step's everywhere: fused fp32 softmax and norm sums, so a long generation can part after
-tens of tokens; docs/results/speed.md)."""
+fused softmax and norm sums round differently in rare places, so a long generation can part after tens of tokens;
+docs/results/speed.md)."""
 
 import shutil
 
