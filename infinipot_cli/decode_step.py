@@ -19,9 +19,10 @@ in the table, or whose layers lack what its row names, decodes through the model
 model's forward up to rounding order (tests/test_decode_step.py compares logits and greedy answers).
 :func:`enable` turns the step off (and on again) for one model: the forward's answers, for comparisons.
 
-The layers' arithmetic (:meth:`DecodeStep.layers_forward`) is a function of tensors only, so ``compiled_step.py``
-can compile that same code ahead of time into a library; a model whose library is built runs a token as one call
-to it (``DecodeStep.compiled``), otherwise eagerly.
+The layers' arithmetic (:meth:`DecodeStep.layers_forward`, :meth:`~DecodeStep.qkv_rope`, :meth:`~DecodeStep.mlp`)
+is a function of tensors only, so ``compiled_step.py`` compiles that same code ahead of time into stage libraries;
+a model whose libraries are built runs its tokens through them (``DecodeStep.compiled``), otherwise eagerly — the
+same tokens either way.
 """
 
 from __future__ import annotations
@@ -232,6 +233,10 @@ class DecodeStep:
                 return False
         return True
 
+    def layer_ropes(self, L: _Layer, ropes: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Layer L's type's three RoPE tables out of :meth:`rope_tables`."""
+        return ropes[3 * L.rope_index:3 * L.rope_index + 3]
+
     def usable(self, cache) -> bool:
         """The cache is an AnswerCache (its buffers are what the step attends over)."""
         return isinstance(cache, AnswerCache)
@@ -278,31 +283,43 @@ class DecodeStep:
         tables (:meth:`rope_tables`); masks: per layer (capacity,) (:meth:`masks`); keys/values: per layer the
         (Hkv, capacity, D) buffers, the token's key and value written at its row in place; weights: per layer its
         tensors (``_Layer.tensors``); norm: the final norm's. Returns the final-norm hidden state (1, d_model)."""
-        hq, hkv, d = self.hq, self.hkv, self.d
-        nqk = (hq + hkv) * d
+        hq, d = self.hq, self.d
         for L, row, k_buf, v_buf, mask, ws in zip(self.layers, rows, keys, values, masks, weights):
             w = L.split(ws)
-            qkv = L.qkv.apply(L.in_norm.apply(x, w["in_norm"]), w["qkv"])[0]  # ((Hq + 2 Hkv) * D,)
-            qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
-            if L.q_norm is not None:
-                qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"]), L.k_norm.apply(qk[hq:], w["k_norm"])])
-            cos, sin_rot, swap = ropes[3 * L.rope_index:3 * L.rope_index + 3]
-            r = cos.shape[-1]
-            if r == d:
-                qk = qk * cos + qk.index_select(1, swap) * sin_rot  # x cos + rotate_half(x) sin
-            else:  # partial rotary: the first R dims of each head
-                rot = qk[:, :r]
-                qk = torch.cat([rot * cos + rot.index_select(1, swap) * sin_rot, qk[:, r:]], -1)
-            k_buf.index_copy_(1, row, qk[hq:].view(hkv, 1, d))
-            v_buf.index_copy_(1, row, qkv[nqk:].view(hkv, 1, d))
-            q = qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
+            q = self.qkv_rope(L, L.in_norm.apply(x, w["in_norm"]), w, ropes, row, k_buf, v_buf)
             a = L.o.apply(one_row(q, k_buf, v_buf, mask, L.scaling, L.softcap).view(1, hq * d), w["o"])  # (1, d)
             x = x + (a if L.att_out_norm is None else L.att_out_norm.apply(a, w["att_out_norm"]))
-            gu = L.gate_up.apply(L.mlp_norm.apply(x, w["mlp_norm"]), w["gate_up"])
-            i = gu.shape[-1] // 2
-            m = L.down.apply(L.act(gu[:, :i]) * gu[:, i:], w["down"])
-            x = x + (m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"]))
+            x = x + self.mlp(L, L.mlp_norm.apply(x, w["mlp_norm"]), w)
         return self.norm.apply(x, norm)
+
+    def qkv_rope(self, L: _Layer, n: torch.Tensor, w: dict, ropes: list[torch.Tensor], row: torch.Tensor,
+                 k_buf: torch.Tensor, v_buf: torch.Tensor) -> torch.Tensor:
+        """From the normed input n (1, d_model): q, k, v, q/k norms, RoPE; the key and value written at `row` of
+        the buffers in place. Returns the query (Hkv, G, D)."""
+        hq, hkv, d = self.hq, self.hkv, self.d
+        nqk = (hq + hkv) * d
+        qkv = L.qkv.apply(n, w["qkv"])[0]  # ((Hq + 2 Hkv) * D,)
+        qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
+        if L.q_norm is not None:
+            qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"]), L.k_norm.apply(qk[hq:], w["k_norm"])])
+        cos, sin_rot, swap = ropes[3 * L.rope_index:3 * L.rope_index + 3]
+        r = cos.shape[-1]
+        if r == d:
+            qk = qk * cos + qk.index_select(1, swap) * sin_rot  # x cos + rotate_half(x) sin
+        else:  # partial rotary: the first R dims of each head
+            rot = qk[:, :r]
+            qk = torch.cat([rot * cos + rot.index_select(1, swap) * sin_rot, qk[:, r:]], -1)
+        k_buf.index_copy_(1, row, qk[hq:].view(hkv, 1, d))
+        v_buf.index_copy_(1, row, qkv[nqk:].view(hkv, 1, d))
+        return qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
+
+    @staticmethod
+    def mlp(L: _Layer, n: torch.Tensor, w: dict) -> torch.Tensor:
+        """The MLP of the normed input n (1, d_model), its output norm included (Gemma)."""
+        gu = L.gate_up.apply(n, w["gate_up"])
+        i = gu.shape[-1] // 2
+        m = L.down.apply(L.act(gu[:, :i]) * gu[:, i:], w["down"])
+        return m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"])
 
     @torch.inference_mode()
     def __call__(self, token: int, cache: AnswerCache) -> torch.Tensor:
@@ -318,7 +335,7 @@ class DecodeStep:
         made: dict[int, torch.Tensor] = {}  # layers at the same row share its index tensor
         rows_t = [made.setdefault(n, torch.tensor([n], device=dev)) for n in at]
         if self.compiled is not None and self.compiled.fits(keys):
-            return self.compiled(x, rows_t, ropes, masks, keys, values)
+            return self.compiled(self, x, rows_t, ropes, masks, keys, values)
         return self.layers_forward(x, rows_t, ropes, masks, keys, values, [L.tensors for L in self.layers],
                                    self.norm.tensors)
 

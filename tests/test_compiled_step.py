@@ -1,9 +1,8 @@
 """The decode step compiled ahead of time (infinipot_cli/compiled_step.py): built from the step's own arithmetic for
-a tiny Llama and a tiny Gemma 3 (sliding layers, q/k norms, two RoPE tables), it gives the eager step's logits and
-cache rows across a cache that grows; a library for another structure is not used; and the built-in model's
-compiled answer to a sample document's question, where `make setup` built its library, is the eager step's (its
-fused softmax and norm sums round differently in rare places, so a long generation can part after tens of tokens;
-docs/results/speed.md)."""
+a tiny Llama and a tiny Qwen2 (q/k/v biases), it gives the eager step's logits and cache rows across a cache that
+grows, and its greedy answers; architectures with more norms (Gemma 3, Qwen3) stay eager; a damaged library is not
+used; and the built-in model's compiled summary, where `make setup` built its stages, is the eager step's token for
+token."""
 
 import shutil
 
@@ -20,14 +19,14 @@ needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which
 
 
 @needs_compiler
-@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
     model = _model(arch)
     step = decode_step.for_model(model)
     assert step.compiled is None  # nothing built yet: eager
-    path = compiled_step.build(step)
-    assert path.is_file() and path.parent == tmp_path / "compiled"
+    paths = compiled_step.build(step)
+    assert all(p.is_file() and p.parent == tmp_path / "compiled" for p in paths.values())
     compiled = compiled_step.load(step)
     assert compiled is not None
     ctx = doc_ids(60, seed=3)
@@ -40,7 +39,7 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
             want = model.lm_head(step(tok, eager_kv))[0]
             step.compiled = compiled
             got = model.lm_head(step(tok, comp_kv))[0]
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert comp_kv.layers[0].capacity > 64  # grown: the library's capacity is a dynamic size
     for a, b in zip(comp_kv.layers, eager_kv.layers):
         torch.testing.assert_close(a.keys, b.keys, rtol=1e-5, atol=1e-5)
@@ -51,31 +50,35 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
     assert generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), 20)), PROMPT, 20) == want
 
 
-def test_a_library_is_only_used_for_its_own_structure(tmp_path, monkeypatch):
+def test_other_architectures_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
-    a, b = decode_step.for_model(_model("llama")), decode_step.for_model(_model("qwen3"))
+    for arch in ("gemma3", "qwen3"):  # norms after the attention and the MLP, or over each query and key head
+        step = decode_step.for_model(_model(arch))
+        assert not compiled_step.supported(step) and compiled_step.load(step) is None
+        with pytest.raises(RuntimeError):
+            compiled_step.build(step)
+    a, b = decode_step.for_model(_model("llama")), decode_step.for_model(_model("qwen2"))
     assert compiled_step.key(a) != compiled_step.key(b)
-    path = compiled_step.library_path(a)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not a library")  # a damaged file: the step stays eager
+    for path in compiled_step.library_paths(a).values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"not a library")  # damaged files: the step stays eager
     assert compiled_step.load(a) is None and compiled_step.load(b) is None
 
 
-def test_the_builtin_models_compiled_answer_is_the_eager_one(builtin):
+def test_the_builtin_models_compiled_summary_is_the_eager_one_token_for_token(builtin):
     model, tok = builtin.model, builtin.tokenizer
     step = decode_step.for_model(model)
     if step.compiled is None:
         pytest.skip("the built-in model's compiled step is not built here (make setup builds it)")
     text = open("sample_docs/lighthouse.txt").read()
-    src = _forward_cache(model, tok(text)["input_ids"])  # the whole story, 3.2K tokens
-    ask = tok.apply_chat_template([{"role": "user", "content": "What was the keeper's cat called?"}],
+    src = _forward_cache(model, tok(text)["input_ids"][:1500])
+    ask = tok.apply_chat_template([{"role": "user", "content": "Summarize the story in detail."}],
                                   add_generation_prompt=True, tokenize=True)
     ask = ask["input_ids"] if hasattr(ask, "keys") else ask
-    compiled, stops = step.compiled, {tok.eos_token_id}
+    compiled = step.compiled
     try:
         step.compiled = None
-        want = generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 60)), ask, 60, stop_ids=stops)
+        want = generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 150)), ask, 150)
     finally:
         step.compiled = compiled
-    assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 60)), ask, 60, stop_ids=stops) == want
-    assert len(want) >= 5 and tok.decode(want).startswith("The keeper")
+    assert generate(model, AnswerCache.from_cache(src, answer_room(len(ask), 150)), ask, 150) == want  # bf16, all 150
