@@ -33,8 +33,6 @@ import torch
 
 VERSION = "5"  # of the stages' arithmetic and input order: another version is built again
 _EXAMPLE_CAPACITY = 256  # the example cache buffer's rows when exporting (the capacity stays a dynamic size)
-
-
 GRAPHS = ("attend", "mix", "mlp")
 
 
@@ -78,12 +76,12 @@ class _Graph(torch.nn.Module):
     """One stage of a layer over a flat input list (what torch.export traces), layer 0's settings standing for
     every layer's:
 
-    - ``attend``: x (1, d) bf16, r (1, 1) fp32 (the first norm's mean of squares), row (1,), cos, sin_rot, swap, keys,
-      values (Hkv, capacity, D), mask (capacity,), the layer's tensors -> the scaled, masked attention logits
+    - ``attend``: x (1, d) bf16, ms (1, 1) fp32 (the first norm's mean of squares), row (1,), cos, sin_rot, swap,
+      keys, values (Hkv, capacity, D), mask (capacity,), the layer's tensors -> the scaled, masked attention logits
       (Hkv, G, capacity) fp32 (the token's key and value written in place);
     - ``mix``: x, probs (Hkv, G, capacity) fp32, values, the layer's tensors -> x + attention output, and its
       fp32 squares (1, d) for the next norm;
-    - ``mlp``: x, r (the second norm's mean of squares), the layer's tensors -> x + MLP output, and its fp32
+    - ``mlp``: x, ms (the second norm's mean of squares), the layer's tensors -> x + MLP output, and its fp32
       squares.
 
     rms_norm(h) is h * rsqrt(mean(h * h) + eps), bit for bit (torch.rms_norm on the CPU is that sequence): the
@@ -96,10 +94,10 @@ class _Graph(torch.nn.Module):
     def forward(self, *flat):
         s, L = self.step, self.step.layers[0]
         if self.which == "attend":
-            x, r, row, cos, sin_rot, swap, k_buf, v_buf, mask, *ws = flat
+            x, ms, row, cos, sin_rot, swap, k_buf, v_buf, mask, *ws = flat
             w = L.split(ws)
-            n = w["in_norm"][0] * (x.float() * torch.rsqrt(r + L.in_norm.eps)).to(x.dtype)  # = _Norm.apply
-            q = s.qkv_rope(L, n, w, [cos, sin_rot, swap] * len(s.rope_types), row, k_buf, v_buf)
+            q = s.qkv_rope(L, _normed(x, ms, w["in_norm"][0], L.in_norm.eps), w, [cos, sin_rot, swap], row, k_buf,
+                           v_buf)
             return torch.add(mask, torch.bmm(q, k_buf.transpose(-1, -2)), alpha=L.scaling)  # as attention.one_row
         if self.which == "mix":
             x, probs, v_buf, *ws = flat
@@ -108,11 +106,16 @@ class _Graph(torch.nn.Module):
             x = x + a
             h = x.float()
             return x, h * h
-        x, r, *ws = flat
+        x, ms, *ws = flat
         w = L.split(ws)
-        x = x + s.mlp(L, w["mlp_norm"][0] * (x.float() * torch.rsqrt(r + L.in_norm.eps)).to(x.dtype), w)
+        x = x + s.mlp(L, _normed(x, ms, w["mlp_norm"][0], L.mlp_norm.eps), w)
         h = x.float()
         return x, h * h
+
+
+def _normed(x: torch.Tensor, ms: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """decode_step._Norm.apply (Llama's) given the mean of squares ms of x.float(): the same values."""
+    return weight * (x.float() * torch.rsqrt(ms + eps)).to(x.dtype)
 
 
 def _examples(step, cap: int) -> dict[str, list[torch.Tensor]]:
@@ -123,26 +126,21 @@ def _examples(step, cap: int) -> dict[str, list[torch.Tensor]]:
         x = step.embed(torch.tensor([1], device=dev)).clone()
         rope = [t.clone() for t in step.rope_tables(x, 10)[:3]]
     kv = lambda: torch.zeros(step.hkv, cap, step.d, dtype=dt)  # noqa: E731
-    r = torch.ones(1, 1)
+    ms = torch.ones(1, 1)
     probs = torch.zeros(step.hkv, step.hq // step.hkv, cap)
-    return {"attend": [x, r, torch.tensor([10]), *rope, kv(), kv(), torch.zeros(cap), *L.tensors],
+    return {"attend": [x, ms, torch.tensor([10]), *rope, kv(), kv(), torch.zeros(cap), *L.tensors],
             "mix": [x, probs, kv(), *L.tensors],
-            "mlp": [x, r, *L.tensors]}
+            "mlp": [x, ms, *L.tensors]}
 
 
-def _dynamic(which: str, step, size) -> tuple:
-    """Which inputs have the capacity dimension, and where."""
-    dyn: list = [None] * len(_examples_shape[which](step))
+def _dynamic(which: str, inputs: int, size) -> tuple:
+    """Which of a stage's `inputs` have the capacity dimension, and where."""
+    dyn: list = [None] * inputs
     if which == "attend":
         dyn[6], dyn[7], dyn[8] = {1: size}, {1: size}, {0: size}
     elif which == "mix":
         dyn[1], dyn[2] = {2: size}, {1: size}
     return (tuple(dyn),)
-
-
-_examples_shape = {"attend": lambda s: [None] * (9 + len(s.layers[0].tensors)),
-                   "mix": lambda s: [None] * (3 + len(s.layers[0].tensors)),
-                   "mlp": lambda s: [None] * (2 + len(s.layers[0].tensors))}
 
 
 def build(step) -> dict[str, Path]:
@@ -166,7 +164,7 @@ def build(step) -> dict[str, Path]:
         for which in GRAPHS:
             with torch.no_grad():
                 ep = torch.export.export(_Graph(step, which), tuple(examples[which]),
-                                         dynamic_shapes=_dynamic(which, step, size))
+                                         dynamic_shapes=_dynamic(which, len(examples[which]), size))
             with tempfile.TemporaryDirectory(dir=out[which].parent) as tmp, \
                     inductor_config.patch(emulate_precision_casts=True):
                 pkg = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "step.pt2"))

@@ -192,9 +192,9 @@ def _has(mod: torch.nn.Module, names: list[str]) -> bool:
 class DecodeStep:
     """``step(token, cache) -> hidden`` for one token over an AnswerCache; see the module docstring.
 
-    The arithmetic (:meth:`layers_forward`) is a function of tensors only — the token's embedding, its position,
-    the RoPE tables, the masks, the cache buffers and the weights — so the same code runs eagerly or as the
-    compiled library ``compiled_step.py`` built from it, whichever this model has (``compiled``)."""
+    Its pieces (:meth:`qkv_rope`, :meth:`mlp`, the norms' and linear layers' ``apply``) are functions of tensors,
+    the weights among them, so ``compiled_step.py`` compiles the same code into stage libraries; a model whose
+    libraries are built (``compiled``) runs its tokens through them, otherwise :meth:`layers_forward` runs."""
 
     def __init__(self, model: torch.nn.Module):
         cfg = text_config(model)
@@ -211,7 +211,7 @@ class DecodeStep:
         self.hkv = cfg.num_key_value_heads
         self.d = int(base.layers[0].self_attn.head_dim)
         self._swap: dict[int, torch.Tensor] = {}  # rotated dims R -> the index order of rotate_half's halves
-        self.compiled = None  # compiled_step.Compiled, when this model's library is built and loaded
+        self.compiled = None  # compiled_step.Compiled, when this model's libraries are built and loaded
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -275,34 +275,34 @@ class DecodeStep:
         return out
 
     def layers_forward(self, x: torch.Tensor, rows: list[torch.Tensor], ropes: list[torch.Tensor],
-                       masks: list[torch.Tensor], keys: list[torch.Tensor], values: list[torch.Tensor],
-                       weights: list[list[torch.Tensor]], norm: list[torch.Tensor]) -> torch.Tensor:
-        """Every layer for one token, a function of tensors only (what the compiled library is built from).
+                       masks: list[torch.Tensor], keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
+        """Every layer for one token, eagerly.
 
-        x (1, d_model) the token's embedding; rows: per layer (1,) int64, the buffer row it is written to; ropes: the RoPE
-        tables (:meth:`rope_tables`); masks: per layer (capacity,) (:meth:`masks`); keys/values: per layer the
-        (Hkv, capacity, D) buffers, the token's key and value written at its row in place; weights: per layer its
-        tensors (``_Layer.tensors``); norm: the final norm's. Returns the final-norm hidden state (1, d_model)."""
+        x (1, d_model) the token's embedding; rows: per layer (1,) int64, the buffer row it is written to; ropes: the
+        RoPE tables (:meth:`rope_tables`); masks: per layer (capacity,) (:meth:`masks`); keys/values: per layer the
+        (Hkv, capacity, D) buffers, the token's key and value written at its row in place. Returns the final-norm
+        hidden state (1, d_model)."""
         hq, d = self.hq, self.d
-        for L, row, k_buf, v_buf, mask, ws in zip(self.layers, rows, keys, values, masks, weights):
-            w = L.split(ws)
-            q = self.qkv_rope(L, L.in_norm.apply(x, w["in_norm"]), w, ropes, row, k_buf, v_buf)
+        for L, row, k_buf, v_buf, mask in zip(self.layers, rows, keys, values, masks):
+            w = L.split(L.tensors)
+            q = self.qkv_rope(L, L.in_norm.apply(x, w["in_norm"]), w, self.layer_ropes(L, ropes), row, k_buf, v_buf)
             a = L.o.apply(one_row(q, k_buf, v_buf, mask, L.scaling, L.softcap).view(1, hq * d), w["o"])  # (1, d)
             x = x + (a if L.att_out_norm is None else L.att_out_norm.apply(a, w["att_out_norm"]))
             x = x + self.mlp(L, L.mlp_norm.apply(x, w["mlp_norm"]), w)
-        return self.norm.apply(x, norm)
+        return self.norm.apply(x, self.norm.tensors)
 
-    def qkv_rope(self, L: _Layer, n: torch.Tensor, w: dict, ropes: list[torch.Tensor], row: torch.Tensor,
+    def qkv_rope(self, L: _Layer, n: torch.Tensor, w: dict, rope: list[torch.Tensor], row: torch.Tensor,
                  k_buf: torch.Tensor, v_buf: torch.Tensor) -> torch.Tensor:
-        """From the normed input n (1, d_model): q, k, v, q/k norms, RoPE; the key and value written at `row` of
-        the buffers in place. Returns the query (Hkv, G, D)."""
+        """From the normed input n (1, d_model): q, k, v, q/k norms, RoPE with the layer's tables (cos, sin_rot,
+        swap: :meth:`layer_ropes`); the key and value written at `row` of the buffers in place. Returns the query
+        (Hkv, G, D)."""
         hq, hkv, d = self.hq, self.hkv, self.d
         nqk = (hq + hkv) * d
         qkv = L.qkv.apply(n, w["qkv"])[0]  # ((Hq + 2 Hkv) * D,)
         qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
         if L.q_norm is not None:
             qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"]), L.k_norm.apply(qk[hq:], w["k_norm"])])
-        cos, sin_rot, swap = ropes[3 * L.rope_index:3 * L.rope_index + 3]
+        cos, sin_rot, swap = rope
         r = cos.shape[-1]
         if r == d:
             qk = qk * cos + qk.index_select(1, swap) * sin_rot  # x cos + rotate_half(x) sin
@@ -336,8 +336,7 @@ class DecodeStep:
         rows_t = [made.setdefault(n, torch.tensor([n], device=dev)) for n in at]
         if self.compiled is not None and self.compiled.fits(keys):
             return self.compiled(self, x, rows_t, ropes, masks, keys, values)
-        return self.layers_forward(x, rows_t, ropes, masks, keys, values, [L.tensors for L in self.layers],
-                                   self.norm.tensors)
+        return self.layers_forward(x, rows_t, ropes, masks, keys, values)
 
 
 def for_model(model: torch.nn.Module) -> DecodeStep | None:
