@@ -70,12 +70,16 @@ def _nll(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         m = z.amax(-1, keepdim=True)  # (b, 1)
         z = z - m if z is not buf else z.sub_(m)  # the block's buffer is overwritten in place
         parts[:, j] = z.exp_().sum(-1, dtype=torch.float32).log_() + m[:, 0].float()
+    return torch.logsumexp(parts, -1) - _target_logit(h, w, bias, cap, targets)
+
+
+def _target_logit(h: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cap: float | None,
+                  targets: torch.Tensor) -> torch.Tensor:
+    """Each row's logit of its target in fp32 from the target's weight row (and bias), soft-capped: (b,)."""
     tgt = (h.float() * w.index_select(0, targets).float()).sum(-1)  # (b,)
     if bias is not None:
         tgt = tgt + bias.index_select(0, targets).float()
-    if cap:
-        tgt = torch.tanh(tgt / cap) * cap
-    return torch.logsumexp(parts, -1) - tgt
+    return torch.tanh(tgt / cap) * cap if cap else tgt
 
 
 class Sample:
@@ -103,12 +107,7 @@ class Sample:
                  _lse_rows(h, w.index_select(0, own), None if bias is None else bias.index_select(0, own), cap)]
         off = torch.zeros(self.ids.shape[0], device=h.device).masked_fill_(clash, float("-inf")) + self.log_stride
         parts.append(_lse_rows(h, self.w, None if bias is None else bias.index_select(0, self.ids), cap, off))
-        tgt = (h.float() * w.index_select(0, targets).float()).sum(-1)  # (b,)
-        if bias is not None:
-            tgt = tgt + bias.index_select(0, targets).float()
-        if cap:
-            tgt = torch.tanh(tgt / cap) * cap
-        return torch.logsumexp(torch.stack(parts, -1), -1) - tgt
+        return torch.logsumexp(torch.stack(parts, -1), -1) - _target_logit(h, w, bias, cap, targets)
 
 
 def _lse_rows(h: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cap: float | None,
