@@ -49,8 +49,35 @@ class AnswerLayer(CacheLayerMixin):
         self._views()
         self.is_initialized = True
 
+    _stale = False  # the views are made again on their next read (the decode step does not read them)
+
+    @property
+    def keys(self) -> torch.Tensor | None:
+        if self._stale:
+            self._views()
+        return self._keys
+
+    @keys.setter
+    def keys(self, t: torch.Tensor | None) -> None:
+        if self._stale:  # the other view made first, so it is not made again over what is set here
+            self._views()
+        self._keys = t
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        if self._stale:
+            self._views()
+        return self._values
+
+    @values.setter
+    def values(self, t: torch.Tensor | None) -> None:
+        if self._stale:  # the other view made first, so it is not made again over what is set here
+            self._views()
+        self._values = t
+
     def _views(self) -> None:
-        self.keys, self.values = self._k[:, :, :self.length], self._v[:, :, :self.length]
+        self._stale = False
+        self._keys, self._values = self._k[:, :, :self.length], self._v[:, :, :self.length]
 
     def _grow(self, need: int) -> None:
         cap = need + GROW
@@ -81,7 +108,7 @@ class AnswerLayer(CacheLayerMixin):
         if n + 1 > self.capacity:
             self._grow(n + 1)
         self.length = n + 1
-        self._views()
+        self._stale = True  # the views follow on their next read: two fewer tensors a layer a token
         return self._k[0], self._v[0], n
 
     def buffers(self) -> tuple[torch.Tensor, torch.Tensor]:

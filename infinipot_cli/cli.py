@@ -421,8 +421,8 @@ def inspect(
 def models(json_out: bool = typer.Option(False, "--json", help="Print the list as one JSON object on stdout."),
            compile_step: bool = typer.Option(False, "--compile", help=(
                "Instead of listing: build the compiled answer step for the model (-m, default the built-in one; "
-               "Llama, Mistral, Qwen2, Phi-3): the same answer tokens ~1.7x faster on the CPU; once per model "
-               "structure, ~30 s, needs a C++ compiler.")),
+               "Llama, Mistral, Qwen2/3, Phi-3, Gemma 3): the same answer tokens ~1.7x faster on the CPU; once per "
+               "model structure, ~30 s, needs a C++ compiler.")),
            model: Optional[str] = model_option()):
     """List the models -m can use here: built-in, Hugging Face cache, converted GGUF files, Ollama's store."""
     with handle_errors():

@@ -19,11 +19,24 @@ from .answer_cache import GROW, AnswerCache, answer_room  # noqa: F401 - the loo
 from .compat import with_cache
 
 
+def argmax(v: torch.Tensor) -> int:
+    """torch.argmax of a (V,) vector — the first index of its largest value (of its first NaN, if any) — as the
+    first row, of rows of up to 1,024 values, whose largest value is the largest, then the first index in that row:
+    the row maxima are one vectorised pass, where argmax over 49K values is a scalar loop (~8 µs against ~43)."""
+    n = v.numel()
+    for b in (1024, 512, 256, 128):
+        if n % b == 0 and n >= 8 * b:
+            rows = v.view(-1, b)
+            r = int(rows.amax(1).argmax())
+            return r * b + int(rows[r].argmax())
+    return int(v.argmax())
+
+
 def greedy_next(model, hidden: torch.Tensor) -> int:
     """argmax of the LM head over the last position only. hidden: (T, d). Final-logit soft-capping (Gemma 2) is
     monotonic, so the argmax of the raw logits is the same token; no fp32 copy of the (V,) logits is needed."""
     logits = model.lm_head(hidden[-1:])  # (1, V) in the model's dtype
-    return int(logits[0].float().argmax())  # bf16 argmax is 3x slower than the conversion and an fp32 argmax
+    return argmax(logits[0].float())  # bf16 argmax is 3x slower than the conversion and an fp32 argmax
 
 
 def guided_next(model, hidden: torch.Tensor, gen: list[int], logits_fn) -> int:
@@ -31,7 +44,7 @@ def guided_next(model, hidden: torch.Tensor, gen: list[int], logits_fn) -> int:
     if logits_fn is None:
         return greedy_next(model, hidden)
     logits = model.lm_head(hidden[-1:])[0].float()  # (V,)
-    return int(logits_fn(gen, logits).argmax())
+    return argmax(logits_fn(gen, logits))
 
 
 class Detokenizer:

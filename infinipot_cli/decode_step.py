@@ -8,7 +8,7 @@ the CPU"). :class:`DecodeStep` runs the same arithmetic with the layers' own wei
 - q, k and v come from one product (and gate and up from one) where the layers hold 4-bit grids (``q4.py``): their
   int4 packs are concatenated along the output rows once; dense weights stay separate matrices (no copy);
 - RoPE uses the model's own rotary module (every ``rope_type``; per layer type for Gemma 3; partial rotary for
-  Phi-3) once per token, not once per layer;
+  Phi-3) once per 64 positions (per token for RoPE types that rescale with the longest position), not once per layer;
 - the new key/value row is written in place into the :class:`~infinipot_cli.answer_cache.AnswerCache` buffers and
   attention (``attention.one_row``) is two grouped products over the whole buffer (fp32 softmax), the rows a query
   must not see masked: the unfilled ones and, in sliding-window layers, those before the window.
@@ -38,6 +38,7 @@ from .compat import text_config
 from .q4 import Q4Linear, int4_products
 
 _PACK_ROWS = 64  # the CPU int4 pack lays out output rows in blocks of 64
+ROPE_BLOCK = 64  # positions whose RoPE tables are computed together
 _ATTR = "_infinipot_decode_step"  # where a model keeps its step (False: decoded through the forward)
 
 
@@ -78,8 +79,14 @@ class _Norm:
         self.gemma = gemma
         self.tensors = [1.0 + mod.weight.detach().float() if gemma else mod.weight.detach()]
 
-    def apply(self, x: torch.Tensor, ts: list[torch.Tensor]) -> torch.Tensor:
-        n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
+    def apply(self, x: torch.Tensor, ts: list[torch.Tensor], mean=None) -> torch.Tensor:
+        """The norm of x over its last dim with the weights `ts`. `mean(h)`, when given, is the mean over the last
+        dim, kept, that the compiled step computes with PyTorch's kernel (compiled_step.py): the same values."""
+        if mean is None:
+            n = torch.rms_norm(x.float(), (x.shape[-1],), None, self.eps)
+        else:
+            h = x.float()
+            n = h * torch.rsqrt(mean(h * h) + self.eps)
         return (n * ts[0]).to(x.dtype) if self.gemma else ts[0] * n.to(x.dtype)
 
 
@@ -211,6 +218,11 @@ class DecodeStep:
         self.hkv = cfg.num_key_value_heads
         self.d = int(base.layers[0].self_attn.head_dim)
         self._swap: dict[int, torch.Tensor] = {}  # rotated dims R -> the index order of rotate_half's halves
+        kind = str(getattr(self.rotary, "rope_type", "default"))
+        self._rope_blocks = "dynamic" not in kind and "longrope" not in kind  # tables per block of positions (per
+        # layer type, Gemma 3: a dict of types)
+        self._rope_key: tuple | None = None
+        self._rope_block: list[torch.Tensor] = []
         self.compiled = None  # compiled_step.Compiled, when this model's libraries are built and loaded
 
     @staticmethod
@@ -244,11 +256,26 @@ class DecodeStep:
     def rope_tables(self, x: torch.Tensor, pos: int) -> list[torch.Tensor]:
         """RoPE tables for position `pos`, once per token for each layer type (``rope_types`` order), three
         tensors per type: cos and sin_rot (1, R) (R = the rotated dims: all of a head's, or the first ones with
-        partial rotary, Phi-3) and swap (R,), with rotate_half(x) * sin == x[:, swap] * sin_rot."""
-        at = torch.tensor([[pos]], device=x.device)
+        partial rotary, Phi-3) and swap (R,), with rotate_half(x) * sin == x[:, swap] * sin_rot.
+
+        The rotary module runs once per block of ROPE_BLOCK positions (its values are elementwise in the position,
+        the same bits one position at a time — tested); RoPE types that rescale with the longest position seen
+        (dynamic, longrope) run it per position."""
+        if not self._rope_blocks:
+            return self._rope_at(x, torch.tensor([[pos]], device=x.device))
+        start = pos - pos % ROPE_BLOCK
+        key = (start, x.device, x.dtype)
+        if self._rope_key != key:
+            self._rope_block = self._rope_at(x, torch.arange(start, start + ROPE_BLOCK, device=x.device)[None])
+            self._rope_key = key
+        i = pos - start
+        return [t if k % 3 == 2 else t[i:i + 1] for k, t in enumerate(self._rope_block)]
+
+    def _rope_at(self, x: torch.Tensor, at: torch.Tensor) -> list[torch.Tensor]:
+        """rope_tables' three tensors per type for the positions `at` (1, T): cos, sin_rot (T, R), swap (R,)."""
         out = []
         for t in self.rope_types:
-            cos, sin = self.rotary(x[None], at) if t is None else self.rotary(x[None], at, t)  # (1, 1, R) each
+            cos, sin = self.rotary(x[None], at) if t is None else self.rotary(x[None], at, t)  # (1, T, R) each
             cos, sin = cos[0], sin[0]
             r = cos.shape[-1]
             half = r // 2
@@ -292,16 +319,16 @@ class DecodeStep:
         return self.norm.apply(x, self.norm.tensors)
 
     def qkv_rope(self, L: _Layer, n: torch.Tensor, w: dict, rope: list[torch.Tensor], row: torch.Tensor,
-                 k_buf: torch.Tensor, v_buf: torch.Tensor) -> torch.Tensor:
-        """From the normed input n (1, d_model): q, k, v, q/k norms, RoPE with the layer's tables (cos, sin_rot,
-        swap: :meth:`layer_ropes`); the key and value written at `row` of the buffers in place. Returns the query
-        (Hkv, G, D)."""
+                 k_buf: torch.Tensor, v_buf: torch.Tensor, mean=None) -> torch.Tensor:
+        """From the normed input n (1, d_model): q, k, v, q/k norms (`mean`: as in ``_Norm.apply``), RoPE with the
+        layer's tables (cos, sin_rot, swap: :meth:`layer_ropes`); the key and value written at `row` of the buffers
+        in place. Returns the query (Hkv, G, D)."""
         hq, hkv, d = self.hq, self.hkv, self.d
         nqk = (hq + hkv) * d
         qkv = L.qkv.apply(n, w["qkv"])[0]  # ((Hq + 2 Hkv) * D,)
         qk = qkv[:nqk].view(hq + hkv, d)  # queries then keys, one row per head
         if L.q_norm is not None:
-            qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"]), L.k_norm.apply(qk[hq:], w["k_norm"])])
+            qk = torch.cat([L.q_norm.apply(qk[:hq], w["q_norm"], mean), L.k_norm.apply(qk[hq:], w["k_norm"], mean)])
         cos, sin_rot, swap = rope
         r = cos.shape[-1]
         if r == d:
@@ -314,12 +341,13 @@ class DecodeStep:
         return qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
 
     @staticmethod
-    def mlp(L: _Layer, n: torch.Tensor, w: dict) -> torch.Tensor:
-        """The MLP of the normed input n (1, d_model), its output norm included (Gemma)."""
+    def mlp(L: _Layer, n: torch.Tensor, w: dict, mean=None, act=None) -> torch.Tensor:
+        """The MLP of the normed input n (1, d_model), its output norm included (Gemma); `mean` as in
+        ``_Norm.apply``, `act` in place of the layer's activation (the compiled step's, the same values)."""
         gu = L.gate_up.apply(n, w["gate_up"])
         i = gu.shape[-1] // 2
-        m = L.down.apply(L.act(gu[:, :i]) * gu[:, i:], w["down"])
-        return m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"])
+        m = L.down.apply((act or L.act)(gu[:, :i]) * gu[:, i:], w["down"])
+        return m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"], mean)
 
     @torch.inference_mode()
     def __call__(self, token: int, cache: AnswerCache) -> torch.Tensor:

@@ -1,14 +1,21 @@
-"""PyTorch's own reduction kernels as operations a compiled (AOTInductor) library calls directly.
+"""PyTorch's own kernels for a layer's reductions, as operations a compiled (AOTInductor) library calls directly.
 
 A decode step compiled with AOTInductor fuses the elementwise work around a reduction into one loop and sums in
 that loop's order; PyTorch's kernel for the same reduction sums in another, so ~1 bf16 value in 10^5 rounds the
-other way and a long greedy generation parts from the eager step's after tens of tokens. Here the step's two
-reductions — an RMSNorm's mean of squares and the attention's softmax — are custom operations
-(``infinipot::infinipot_mean_last``, ``infinipot::infinipot_softmax_last``): eagerly (and while ``torch.export``
-traces) they are ``x.mean(-1, keepdim=True)`` and ``torch.softmax(x, -1)``; inside a compiled library they are
-direct C calls (AOTInductor's ``custom_ops_to_c_shims``) into a small C++ library, built here once, that runs
-``at::mean`` and ``at::_softmax`` — the same kernels, so the compiled step's values are the eager step's bit for bit
-(tests/test_compiled_step.py) while the whole layer is one library call.
+other way and a long greedy generation parts from the eager step's after tens of tokens. Here the step's
+reductions — an RMSNorm's mean of squares, the attention's softmax and its two bf16 products — are custom
+operations (``infinipot::infinipot_mean_last``, ``_softmax_last``, ``_attn_logits``, ``_attn_mix``): eagerly (and
+while ``torch.export`` traces) they are ``x.mean(-1, keepdim=True)``, ``torch.softmax(x, -1)`` and ``torch.bmm``;
+inside a compiled library they are direct C calls (AOTInductor's ``custom_ops_to_c_shims``) into a small C++
+library, built here once, that runs ``at::mean``, ``at::_softmax`` and ``at::bmm`` — the same kernels, so the
+compiled step's values are the eager step's bit for bit (tests/test_compiled_step.py) while a whole layer is one
+library call.
+
+The two products have a faster path: oneDNN, behind ``torch.bmm``, spends ~18 µs a call on setup and on copying
+the keys or values into its pair layout, 60 calls a token. The library's AVX512-BF16 kernels compute the same
+sums in the same order without that; they are switched on only for a head shape and thread count where
+:func:`verify_attention` found them equal to ``torch.bmm`` bit for bit on this machine (``models --compile`` runs
+it), and only for caches up to the length it checked.
 
 The library is compiled with the system C++ compiler against the installed torch (headers and ``libtorch_cpu``),
 named by a hash of its source and the torch version, and loaded with ``RTLD_GLOBAL`` before any library that calls
@@ -363,7 +370,11 @@ def verify_attention(folder: Path, heads: int, group: int, dim: int) -> bool:
             ok = False
             break
     path = _record(folder)
-    record = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        record = json.loads(path.read_text())
+        record = record if isinstance(record, dict) else {}
+    except (ValueError, OSError):  # none yet, or damaged: start again
+        record = {}
     record[f"{heads},{group},{dim},{torch.get_num_threads()}"] = VERIFY_ROWS if ok else 0
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record))

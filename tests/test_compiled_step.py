@@ -1,8 +1,9 @@
 """The decode step compiled ahead of time (infinipot_cli/compiled_step.py): built from the step's own arithmetic for
-a tiny Llama and a tiny Qwen2 (q/k/v biases), it gives the eager step's logits and cache rows across a cache that
-grows, and its greedy answers; architectures with more norms (Gemma 3, Qwen3) stay eager; a damaged library is not
-used; and the built-in model's compiled summary, where `make setup` built its stages, is the eager step's token for
-token."""
+tiny Llama, Qwen2 (q/k/v biases), Qwen3 (q/k norms) and Gemma 3 (four norms, sliding windows) models, it gives the
+eager step's logits and cache rows bit for bit across a cache that grows, and its greedy answers; so does a bf16
+model whose attention products go through the verified kernels; Gemma 2 stays eager; a damaged library is not
+used; layers of different structures get a library each; and the built-in model's compiled summary, where
+`make setup` built its library, is the eager step's token for token."""
 
 import shutil
 
@@ -19,7 +20,7 @@ needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which
 
 
 @needs_compiler
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3"])
 def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
     model = _model(arch)
@@ -81,19 +82,28 @@ def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_b
             assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
 
 
-def test_other_architectures_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
+def test_gemma2_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
-    for arch in ("gemma3", "qwen3"):  # norms after the attention and the MLP, or over each query and key head
-        step = decode_step.for_model(_model(arch))
-        assert not compiled_step.supported(step) and compiled_step.load(step) is None
-        with pytest.raises(RuntimeError):
-            compiled_step.build(step)
+    step = decode_step.for_model(_model("gemma2"))  # soft-capped attention logits
+    assert not compiled_step.supported(step) and compiled_step.load(step) is None
+    with pytest.raises(RuntimeError):
+        compiled_step.build(step)
     a, b = decode_step.for_model(_model("llama")), decode_step.for_model(_model("qwen2"))
     assert compiled_step.key(a) != compiled_step.key(b)
     for path in compiled_step.library_paths(a).values():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"not a library")  # damaged files: the step stays eager
     assert compiled_step.load(a) is None and compiled_step.load(b) is None
+
+
+def test_layers_of_two_structures_get_a_library_each():
+    """A GGUF may quantize some layers' matrices differently (Gemma 3 270M's Q4_K_M): one library per structure."""
+    step = decode_step.for_model(_model("llama"))
+    keys = compiled_step.layer_keys(step)
+    assert len(set(keys)) == 1 and len(compiled_step.library_paths(step)) == 1
+    step.layers[1].down.groups = [(1, False)]  # as if layer 1's down projection were a 4-bit product
+    keys = compiled_step.layer_keys(step)
+    assert keys[0] != keys[1] and list(compiled_step.library_paths(step)) == keys
 
 
 def test_the_builtin_models_compiled_summary_is_the_eager_one_token_for_token(builtin):

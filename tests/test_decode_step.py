@@ -166,3 +166,14 @@ def test_five_bit_layers_share_their_two_products(tmp_path):
         want = model(input_ids=torch.tensor([[7]]), **with_cache(model, ref), use_cache=True).logits[0, -1].float()
         got = model.lm_head(decode_step.for_model(model)(7, kv))[0].float()
     assert (got - want).abs().max() < 0.02 * want.abs().max()
+
+
+@pytest.mark.parametrize("arch", FUSED)
+def test_rope_tables_by_block_are_the_tables_of_each_position(arch):
+    step = decode_step.for_model(_model(arch))
+    x = step.embed(torch.tensor([1]))
+    assert step._rope_blocks
+    for pos in (0, 1, 63, 64, 65, 1000, 4095, 130):
+        got = step.rope_tables(x, pos)
+        want = step._rope_at(x, torch.tensor([[pos]]))
+        assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
