@@ -84,13 +84,13 @@ def library_paths(step) -> dict[str, Path]:
 
 class _Graph(torch.nn.Module):
     """One decoder layer over a flat input list (what torch.export traces), `layer`'s settings standing for every
-    layer of its structure: x (1, d) in the model's dtype, row (1,), cos, sin_rot, swap (:meth:`DecodeStep.layer_ropes`), keys,
-    values (Hkv, capacity, D), mask (capacity,) fp32, then the layer's tensors -> x after the layer (the token's key
-    and value written at `row` in place).
+    layer of its structure: x (1, d) in the model's dtype, row (1,), cos, sin_rot, swap
+    (:meth:`DecodeStep.layer_ropes`), keys, values (Hkv, capacity, D), mask (capacity,) fp32, then the layer's
+    tensors -> x after the layer (the token's key and value written at `row` in place).
 
-    rms_norm(h) is h * rsqrt(mean(h * h) + eps), bit for bit (torch.rms_norm on the CPU is that sequence): the
-    mean and the softmax are ``exact_ops``' operations (PyTorch's kernels); the rest, elementwise, fused, gives the
-    same values (tested)."""
+    Every norm (and Qwen3's and Gemma 3's per-head q/k norms) is h * rsqrt(mean(h * h) + eps), bit for bit
+    torch.rms_norm's sequence on the CPU, with the mean ``exact_ops``' operation; the softmax and the two attention
+    products are too; the rest, elementwise, fused, gives the same values (tested)."""
 
     def __init__(self, step, layer):
         super().__init__()

@@ -341,12 +341,12 @@ class DecodeStep:
         return qk[:hq].view(hkv, hq // hkv, d)  # query head h*g+j belongs to KV head h (repeat_kv order)
 
     @staticmethod
-    def mlp(L: _Layer, n: torch.Tensor, w: dict, mean=None, act=None) -> torch.Tensor:
-        """The MLP of the normed input n (1, d_model), its output norm included (Gemma); `mean` as in
-        ``_Norm.apply``, `act` in place of the layer's activation (the compiled step's, the same values)."""
+    def mlp(L: _Layer, n: torch.Tensor, w: dict, mean=None) -> torch.Tensor:
+        """The MLP of the normed input n (1, d_model), its output norm included (Gemma; `mean` as in
+        ``_Norm.apply``)."""
         gu = L.gate_up.apply(n, w["gate_up"])
         i = gu.shape[-1] // 2
-        m = L.down.apply((act or L.act)(gu[:, :i]) * gu[:, i:], w["down"])
+        m = L.down.apply(L.act(gu[:, :i]) * gu[:, i:], w["down"])
         return m if L.mlp_out_norm is None else L.mlp_out_norm.apply(m, w["mlp_out_norm"], mean)
 
     @torch.inference_mode()

@@ -55,8 +55,9 @@ using torch::aot_inductor::tensor_handle_to_tensor_pointer;
 
 // The attention's two bf16 products for one query row per head, as oneDNN's bf16 matmul computes them on a CPU
 // with AVX512-BF16 (what torch.bmm runs here): per output an fp32 sum of vdpbf16ps pair products in order along
-// the reduced dim (the values' product in blocks of 512 rows, or 1,024 past 1,024, each summed from zero, then added in order), rounded to
-// bf16 at the end. Used only for shapes verified identical to torch.bmm on this machine (exact_ops.verify).
+// the reduced dim (the values' product in blocks of 512 rows, or 1,024 past 1,024, each summed from zero, then
+// added in order), rounded to bf16 at the end. Used only for shapes verified identical to torch.bmm on this
+// machine (exact_ops.verify_attention).
 
 BF16_TARGET static inline void transpose16(__m512i* r) {  // 16x16 int32: r[j] lane i <- r[i] lane j
   __m512i t[16];
@@ -171,7 +172,8 @@ AOTITorchError aoti_torch_cpu_infinipot_softmax_last(AtenTensorHandle self, Aten
   });
 }
 // torch.bmm(q, keys.transpose(-1, -2))
-AOTITorchError aoti_torch_cpu_infinipot_attn_logits(AtenTensorHandle q, AtenTensorHandle keys, AtenTensorHandle* ret0) {
+AOTITorchError aoti_torch_cpu_infinipot_attn_logits(AtenTensorHandle q, AtenTensorHandle keys,
+                                                    AtenTensorHandle* ret0) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
     const at::Tensor& a = *tensor_handle_to_tensor_pointer(q);
     const at::Tensor& b = *tensor_handle_to_tensor_pointer(keys);
@@ -190,7 +192,8 @@ AOTITorchError aoti_torch_cpu_infinipot_attn_logits(AtenTensorHandle q, AtenTens
   });
 }
 // torch.bmm(probs, values)
-AOTITorchError aoti_torch_cpu_infinipot_attn_mix(AtenTensorHandle probs, AtenTensorHandle values, AtenTensorHandle* ret0) {
+AOTITorchError aoti_torch_cpu_infinipot_attn_mix(AtenTensorHandle probs, AtenTensorHandle values,
+                                                 AtenTensorHandle* ret0) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
     const at::Tensor& a = *tensor_handle_to_tensor_pointer(probs);
     const at::Tensor& b = *tensor_handle_to_tensor_pointer(values);
@@ -214,7 +217,9 @@ int infinipot_attention_kernels(const uint16_t* q, const uint16_t* k, uint16_t* 
   at::parallel_for(0, (int64_t)H * ((S + 15) / 16), 8, [&](int64_t b0, int64_t b1) {
     logits_blocks(b0, b1, q, k, logits, G, S, D);
   });
-  at::parallel_for(0, (int64_t)H * (D / 16), 1, [&](int64_t w0, int64_t w1) { mix_items(w0, w1, probs, v, mixed, G, S, D); });
+  at::parallel_for(0, (int64_t)H * (D / 16), 1, [&](int64_t w0, int64_t w1) {
+    mix_items(w0, w1, probs, v, mixed, G, S, D);
+  });
   return 1;
 }
 // Use the kernels for (H, G, D) at `threads` threads up to S rows (after the verification passed on this machine)
@@ -282,8 +287,10 @@ def _shim(name: str, args: str) -> list[str]:
 C_SHIMS = {
     torch.ops.infinipot.infinipot_mean_last.default: _shim("mean_last", "AtenTensorHandle self"),
     torch.ops.infinipot.infinipot_softmax_last.default: _shim("softmax_last", "AtenTensorHandle self"),
-    torch.ops.infinipot.infinipot_attn_logits.default: _shim("attn_logits", "AtenTensorHandle q, AtenTensorHandle keys"),
-    torch.ops.infinipot.infinipot_attn_mix.default: _shim("attn_mix", "AtenTensorHandle probs, AtenTensorHandle values"),
+    torch.ops.infinipot.infinipot_attn_logits.default:
+        _shim("attn_logits", "AtenTensorHandle q, AtenTensorHandle keys"),
+    torch.ops.infinipot.infinipot_attn_mix.default:
+        _shim("attn_mix", "AtenTensorHandle probs, AtenTensorHandle values"),
 }
 
 
