@@ -439,7 +439,9 @@ def _compile_step(model: Optional[str]) -> None:
     from . import compiled_step, decode_step
     from .errors import ModelError
     from .model import load_model
+    from .threads import configure
 
+    configure()  # the reading commands' thread count: the attention kernels' check is per thread count
     lm = load_model(model, device="cpu")
     step = decode_step.for_model(lm.model)
     if step is None:
