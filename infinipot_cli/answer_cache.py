@@ -22,6 +22,23 @@ def answer_room(prompt_len: int, max_new_tokens: int) -> int:
     return prompt_len + min(max_new_tokens, GROW)
 
 
+def _lazy_view(attr: str) -> property:
+    """An AnswerLayer's `keys` or `values`: the view of the filled rows, made again first when rows were added
+    since (a value set here replaces it, the other view made first so it is not made again over this one)."""
+
+    def get(self):
+        if self._stale:
+            self._views()
+        return getattr(self, attr)
+
+    def put(self, t):
+        if self._stale:
+            self._views()
+        setattr(self, attr, t)
+
+    return property(get, put)
+
+
 class AnswerLayer(CacheLayerMixin):
     """One layer's keys/values in a buffer of `capacity` entries, written in place at the next index.
 
@@ -50,30 +67,8 @@ class AnswerLayer(CacheLayerMixin):
         self.is_initialized = True
 
     _stale = False  # the views are made again on their next read (the decode step does not read them)
-
-    @property
-    def keys(self) -> torch.Tensor | None:
-        if self._stale:
-            self._views()
-        return self._keys
-
-    @keys.setter
-    def keys(self, t: torch.Tensor | None) -> None:
-        if self._stale:  # the other view made first, so it is not made again over what is set here
-            self._views()
-        self._keys = t
-
-    @property
-    def values(self) -> torch.Tensor | None:
-        if self._stale:
-            self._views()
-        return self._values
-
-    @values.setter
-    def values(self, t: torch.Tensor | None) -> None:
-        if self._stale:  # the other view made first, so it is not made again over what is set here
-            self._views()
-        self._values = t
+    keys = _lazy_view("_keys")
+    values = _lazy_view("_values")
 
     def _views(self) -> None:
         self._stale = False

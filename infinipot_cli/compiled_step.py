@@ -59,17 +59,14 @@ def _layer(L) -> dict:
             "gemma": L.in_norm.gemma}
 
 
-def _structure(step, L) -> dict:
-    """Everything a layer library depends on: tensor shapes and dtypes, heads, scalars, the layer's parts."""
-    return {"version": VERSION, "torch": torch.__version__, "heads": [step.hq, step.hkv, step.d],
-            "rope": [list(t.shape) for t in step.rope_tables(step.embed.weight[:1], 0)[:2]], "layer": _layer(L)}
-
-
 def layer_keys(step) -> list[str]:
-    """Per layer, the name of the library that runs it: layers of one structure share one (a GGUF may quantize
-    some layers' matrices differently: Gemma 3 270M's Q4_K_M has two structures)."""
-    return [hashlib.sha256(json.dumps(_structure(step, L), sort_keys=True, default=str).encode()).hexdigest()[:20]
-            for L in step.layers]
+    """Per layer, the name of the library that runs it: a hash of everything its code depends on (tensor shapes and
+    dtypes, heads, scalars, the layer's parts, the code and torch versions). Layers of one structure share one (a
+    GGUF may quantize some layers' matrices differently: Gemma 3 270M's Q4_K_M has two structures)."""
+    common = {"version": VERSION, "torch": torch.__version__, "heads": [step.hq, step.hkv, step.d],
+              "rope": [list(t.shape) for t in step.rope_tables(step.embed.weight[:1], 0)[:2]]}
+    return [hashlib.sha256(json.dumps({**common, "layer": _layer(L)}, sort_keys=True, default=str).encode())
+            .hexdigest()[:20] for L in step.layers]
 
 
 def key(step) -> str:
@@ -77,9 +74,9 @@ def key(step) -> str:
     return hashlib.sha256(" ".join(layer_keys(step)).encode()).hexdigest()[:20]
 
 
-def library_paths(step) -> dict[str, Path]:
-    """The step's layer libraries by name, one per distinct layer structure."""
-    return {k: folder() / f"decode-step-{k}.so" for k in dict.fromkeys(layer_keys(step))}
+def library_paths(step, keys: list[str] | None = None) -> dict[str, Path]:
+    """The step's layer libraries by name, one per distinct layer structure (`keys`: its layer_keys)."""
+    return {k: folder() / f"decode-step-{k}.so" for k in dict.fromkeys(keys or layer_keys(step))}
 
 
 class _Graph(torch.nn.Module):
@@ -142,7 +139,8 @@ def build(step) -> dict[str, Path]:
         raise RuntimeError("the compiled decode step is built for the CPU only")
     if not supported(step):
         raise RuntimeError("this architecture's layers soft-cap their attention logits (Gemma 2): not compiled")
-    out = library_paths(step)
+    keys = layer_keys(step)
+    out = library_paths(step, keys)
     exact_ops.build(folder())
     shape = (step.hkv, step.hq // step.hkv, step.d)
     if exact_ops.load(folder()) and exact_ops.verified_rows(folder(), *shape) is None:
@@ -150,7 +148,7 @@ def build(step) -> dict[str, Path]:
     size = torch.export.Dim("capacity", min=2, max=1 << 24)
     settings = {"emulate_precision_casts": True, "pattern_matcher": False,  # no mm + add fused into one addmm
                 "aot_inductor.custom_ops_to_c_shims": exact_ops.C_SHIMS}
-    first = dict(zip(layer_keys(step), step.layers))  # a layer of each structure
+    first = dict(zip(keys, step.layers))  # a layer of each structure
     with warnings.catch_warnings():  # export's and inductor's deprecation notices are not the user's concern
         warnings.simplefilter("ignore")
         for k, L in first.items():
@@ -176,9 +174,9 @@ class Compiled:
     """The loaded layer libraries: ``compiled(step, x, rows, ropes, masks, keys, values)`` -> the final hidden state
     (1, d), one library call per layer, then the final norm."""
 
-    def __init__(self, step, paths: dict[str, Path]):
+    def __init__(self, paths: dict[str, Path], keys: list[str]):
         runners = {k: torch._C._aoti.AOTIModelContainerRunnerCpu(str(p), 1).run for k, p in paths.items()}
-        self.runs = [runners[k] for k in layer_keys(step)]  # per layer
+        self.runs = [runners[k] for k in keys]  # per layer
 
     @staticmethod
     def fits(keys: list[torch.Tensor]) -> bool:
@@ -192,11 +190,12 @@ class Compiled:
 
 
 def load(step) -> Compiled | None:
-    """The step's layer library when it is built for this structure and it and the exact operations load; None
-    otherwise (the eager step)."""
+    """The step's layer libraries when they are built for its structures and they and the exact operations load;
+    None otherwise (the eager step)."""
     if step.embed.weight.device.type != "cpu" or not supported(step):
         return None
-    paths = library_paths(step)
+    keys = layer_keys(step)
+    paths = library_paths(step, keys)
     if not all(p.is_file() for p in paths.values()):
         return None
     from . import exact_ops
@@ -205,6 +204,6 @@ def load(step) -> Compiled | None:
         return None
     exact_ops.enable_attention(folder(), step.hkv, step.hq // step.hkv, step.d)
     try:
-        return Compiled(step, paths)
+        return Compiled(paths, keys)
     except Exception:  # noqa: BLE001 - a library this torch cannot load: decode eagerly
         return None

@@ -20,9 +20,9 @@ model's forward up to rounding order (tests/test_decode_step.py compares logits 
 :func:`enable` turns the step off (and on again) for one model: the forward's answers, for comparisons.
 
 The layers' arithmetic (:meth:`DecodeStep.layers_forward`, :meth:`~DecodeStep.qkv_rope`, :meth:`~DecodeStep.mlp`)
-is a function of tensors only, so ``compiled_step.py`` compiles that same code ahead of time into stage libraries;
-a model whose libraries are built runs its tokens through them (``DecodeStep.compiled``), otherwise eagerly — the
-same tokens either way.
+is a function of tensors only, so ``compiled_step.py`` compiles that same code ahead of time into a library per layer
+structure; a model whose libraries are built runs its tokens through them (``DecodeStep.compiled``), otherwise
+eagerly — the same tokens either way.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ class _Layer:
                  "k_norm"]
         self.parts = [(n, len(getattr(self, n).tensors)) for n in names if getattr(self, n) is not None]
         self.tensors = [t for n, _ in self.parts for t in getattr(self, n).tensors]
+        self.named = self.split(self.tensors)  # the eager step's weights by part
 
     def split(self, ts: list[torch.Tensor]) -> dict[str, list[torch.Tensor]]:
         """This layer's flat tensor list (``tensors`` or the compiled step's inputs) by part."""
@@ -200,7 +201,7 @@ class DecodeStep:
     """``step(token, cache) -> hidden`` for one token over an AnswerCache; see the module docstring.
 
     Its pieces (:meth:`qkv_rope`, :meth:`mlp`, the norms' and linear layers' ``apply``) are functions of tensors,
-    the weights among them, so ``compiled_step.py`` compiles the same code into stage libraries; a model whose
+    the weights among them, so ``compiled_step.py`` compiles the same code into layer libraries; a model whose
     libraries are built (``compiled``) runs its tokens through them, otherwise :meth:`layers_forward` runs."""
 
     def __init__(self, model: torch.nn.Module):
@@ -219,8 +220,8 @@ class DecodeStep:
         self.d = int(base.layers[0].self_attn.head_dim)
         self._swap: dict[int, torch.Tensor] = {}  # rotated dims R -> the index order of rotate_half's halves
         kind = str(getattr(self.rotary, "rope_type", "default"))
-        self._rope_blocks = "dynamic" not in kind and "longrope" not in kind  # tables per block of positions (per
-        # layer type, Gemma 3: a dict of types)
+        # tables per block of positions, unless a RoPE type rescales with the longest position (Gemma 3: a dict)
+        self._rope_blocks = "dynamic" not in kind and "longrope" not in kind
         self._rope_key: tuple | None = None
         self._rope_block: list[torch.Tensor] = []
         self.compiled = None  # compiled_step.Compiled, when this model's libraries are built and loaded
@@ -311,7 +312,7 @@ class DecodeStep:
         hidden state (1, d_model)."""
         hq, d = self.hq, self.d
         for L, row, k_buf, v_buf, mask in zip(self.layers, rows, keys, values, masks):
-            w = L.split(L.tensors)
+            w = L.named
             q = self.qkv_rope(L, L.in_norm.apply(x, w["in_norm"]), w, self.layer_ropes(L, ropes), row, k_buf, v_buf)
             a = L.o.apply(one_row(q, k_buf, v_buf, mask, L.scaling, L.softcap).view(1, hq * d), w["o"])  # (1, d)
             x = x + (a if L.att_out_norm is None else L.att_out_norm.apply(a, w["att_out_norm"]))
