@@ -34,10 +34,12 @@ why will with you your about above after before text answer question named calle
 
 
 def words(text: str) -> list[str]:
-    """Lowercase word tokens; a trailing plural 's' is dropped so 'keys' matches 'key'."""
+    """Lowercase word tokens; a trailing plural 's' is dropped so 'keys' matches 'key' (not from a stop word:
+    'this' stays 'this')."""
     out = []
     for w in _WORD.findall(text.lower()):
-        out.append(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+        plural = len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) and w not in STOPWORDS
+        out.append(w[:-1] if plural else w)
     return out
 
 

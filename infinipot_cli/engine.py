@@ -445,22 +445,65 @@ class Engine:
         """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
         at positions 0..S-1 (the positions CR-RoPE gave them, §3.5), with room for `extra` more. The pot's own
         states carry what attention drew from text long evicted; the fresh prefill sees only the kept text
-        (measured: docs/results/needle.md). The pinned header is copied, not prefilled: pin() prefilled it alone
-        at positions 0..n_pinned-1 and CR-RoPE never moves it, so its entries are those a fresh prefill computes.
-        Returns (cache, last chunk's ids): all chunks but the last are prefilled here; the last goes into the
-        same forward as the prompt (one forward fewer before the first token). None when heads hold different
-        tokens (per-head selection)."""
+        (measured: docs/results/needle.md). Returns (cache, last chunk's ids) as `_prefilled`; None when heads
+        hold different tokens (per-head selection)."""
         tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
         if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
             return None
+        return self._prefilled(tok[0, 0, self.pot.n_pinned:].tolist(), extra)
+
+    def _prefilled(self, ids: list[int], extra: int = 0) -> tuple[AnswerCache, list[int]]:
+        """A new KV cache holding the pinned header and a fresh chunked prefill of `ids` after it (positions
+        n_pinned.., whatever the pot holds), with room for `extra` more. The pinned header is copied, not
+        prefilled: pin() prefilled it alone at positions 0..n_pinned-1 and CR-RoPE never moves it, so its entries
+        are those a fresh prefill computes. Returns (cache, last chunk's ids): all chunks but the last are
+        prefilled here; the last goes into the same forward as the prompt (one forward fewer before the first
+        token). The pot is not changed."""
         npin = self.pot.n_pinned
-        ids = tok[0, 0, npin:].to(self.device)[None]  # (1, S - npin): the kept document text
-        n = ids.shape[1]
+        n = len(ids)
         cache = AnswerCache.from_cache(self.pot.cache, n + extra, length=npin)  # + room for the prompt and the answer
         last = max(n - 1, 0) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
+        x = torch.tensor([ids], dtype=torch.long, device=self.device)
         for i in range(0, last, self.cfg.chunk):
-            self.model.model(input_ids=ids[:, i:i + self.cfg.chunk], use_cache=True, **with_cache(self.model.model, cache))
-        return cache, ids[0, last:].tolist()
+            self.model.model(input_ids=x[:, i:i + self.cfg.chunk], use_cache=True,
+                             **with_cache(self.model.model, cache))
+        return cache, ids[last:]
+
+    def answer_room(self, prompt_len: int, max_new_tokens: int) -> int:
+        """Document tokens an answer written over chosen text (answer_over) may see beside the pinned header, the
+        prompt and the answer within the pot's M entries (unbounded methods: no limit); a UsageError when the
+        prompt and the answer alone do not fit, as for an answer from the pot (_final_target)."""
+        cfg = self.cfg
+        if not cfg.bounded:
+            return 1 << 62
+        room = cfg.size - self.pot.n_pinned - prompt_len - max_new_tokens
+        if room <= 16:
+            raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
+                             f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
+        return room
+
+    @torch.no_grad()
+    def answer_over(self, src: torch.Tensor, ids: list[int], prompt_ids: list[int], max_new_tokens: int = 256,
+                    stop_ids: set[int] | None = None, on_text: Callable[[str], None] | None = None,
+                    should_stop: Callable[[list[int], str], bool] | None = None,
+                    logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> str:
+        """Generate an answer to `prompt_ids` over a fresh prefill of the pinned header and `ids`: document text
+        taken from the pot and its archive (`src` (N,): each token's document position), not the pot's KV. The
+        pot is not changed; `answered_from` records the text for the evidence (evidence.py)."""
+        self.finish()
+        t0 = time.perf_counter()
+        self._emit("answer")
+        pot = self.pot
+        self.recalled = 0
+        self.answered_from = (src.cpu(), torch.tensor(ids, dtype=torch.long), pot.tok[0, 0, :pot.n_pinned].tolist())
+        kv, lead = self._prefilled(list(ids), answer_room(len(prompt_ids), max_new_tokens))
+        gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
+                       should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text),
+                       logits_fn=logits_fn)
+        pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
+        self.timings.answer += time.perf_counter() - t0
+        self._emit("done")
+        return self.tok.decode(gen, skip_special_tokens=True).strip()
 
     def question_known(self, prompt_ids: list[int], focus: tuple[int, int] | None) -> bool:
         """True when the pot was read with this very question as the catalyst (CaP-Q): nothing to recall."""

@@ -23,24 +23,36 @@ class Grounded:
     guess: str
     evidence: list = field(default_factory=list)       # [evidence.Passage]
     unsupported: list = field(default_factory=list)    # [str]
+    how: str = "written"                               # "written" | "extracted" | "quoted" | "not-said"
+    short: str = ""                                    # an extracted span / a quoted sentence (answering.py)
+    quote: dict | None = None                          # {"text", "source", page | chapter | section | line}
 
     @property
     def withheld(self) -> bool:
-        return self.answer != self.guess
+        return self.how == "not-said"
 
     def as_json(self) -> dict:
-        out = {"answer": self.answer, "evidence": [p.as_json() for p in self.evidence]}
-        if self.withheld:
+        out = {"answer": self.answer, "answer_kind": self.how, "evidence": [p.as_json() for p in self.evidence]}
+        if self.how != "written":
             out["guess"] = self.guess
+        if self.how in ("extracted", "quoted"):
+            out["short"] = self.short
+            out["quote"] = self.quote
+        if self.withheld:
             out["unsupported"] = list(self.unsupported)
         return out
 
     def lines(self, width: int = 100) -> list[str]:
-        """The stderr block shown after the answer: the withheld guess, then one line per passage."""
+        """The stderr block shown after the answer: the withheld guess (or the model's own answer when the
+        document's words were shown instead), then one line per passage."""
         out = []
-        if self.withheld:
+        if self.withheld and self.unsupported:
             out.append(f"(the model's guess: {self.guess!r}; the document does not contain "
                        f"{', '.join(repr(c) for c in self.unsupported[:3])})")
+        elif self.withheld and self.guess:
+            out.append(f"(the model's guess: {self.guess!r})")
+        elif self.how in ("extracted", "quoted") and self.guess:
+            out.append(f"(the document's own words are shown; the model wrote: {self.guess!r})")
         if self.evidence:
             out.append("evidence:")
         for p in self.evidence:
@@ -53,19 +65,24 @@ class Grounded:
 
 def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequence[tuple[str, int]],
            rule: str = ev.DEFAULT_RULE, scope: str = honesty.DEFAULT_SCOPE, check: bool = True,
-           scored: dict | None = None) -> Grounded:
+           scored: dict | None = None, how: str = "written", shown: str | None = None,
+           unsupported: list | None = None) -> Grounded:
     """The evidence of the engine's last answer `guess` to `question` (asked with `prompt`), and the answer to
-    show: NOT_SAID when `check` and the guess names something outside the checked text (`scope`:
-    "document" — everything read — or "context" — the kept text the answer was written from)."""
+    show: `shown` (default the guess), or NOT_SAID when it is the model's own answer (`how` "written"), `check`
+    is on and it names something outside the checked text (`scope`: "document" — everything read — or
+    "context" — the text the answer was written from). A span or sentence of the document is shown as it is; an
+    answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`."""
+    shown = guess if shown is None else shown
     ctx = ev.Context.of(engine)
     if ctx is None:
-        return Grounded(guess, guess)
+        return Grounded(shown, guess, how=how)
     passages = ev.evidence(engine, ctx, prompt, question, guess, sources, rule=rule, scored=scored)
-    bad: list[str] = []
-    if check and guess.strip():
+    bad: list[str] = list(unsupported or [])
+    if check and how == "written" and guess.strip():
         text = honesty.document_text(engine) if scope == "document" else None
         if text is None:
             text = ctx.text(engine.tok)
         bad = honesty.unsupported(guess, question, text)
-    answer = honesty.NOT_SAID if bad else guess
-    return Grounded(answer, guess, passages, bad)
+    if bad or how == "not-said":
+        return Grounded(honesty.NOT_SAID, guess, passages, bad, how="not-said")
+    return Grounded(shown, guess, passages, bad, how=how)

@@ -37,6 +37,10 @@ class Answer:
     recalled: int = 0               # tokens the answer recalled from the archive (a question the pot was not read with)
     grounded: object = None         # grounding.Grounded: the evidence passages and the model's own guess (ask)
     summary: object = None          # summary.Summary: the overview and the key points (summarize)
+    how: str = "written"            # a question's answer: "written" (the model's), "extracted" (a span of the
+    #                                 document), "quoted" (a sentence of it), "not-said" (withheld: grounding.py)
+    short: str = ""                 # what answers: the model's sentence, the span, or the quoted sentence
+    quote: dict | None = None       # the document sentence an extracted or quoted answer shows
 
 
 @dataclass
@@ -127,32 +131,68 @@ class Session:
 
     # ---- answer ---------------------------------------------------------------------------------------
     def ask(self, question: str, max_new_tokens: int = 128, on_text: Callable[[str], None] | None = None,
-            answer_prefix: str = "", stop: bool = True, guard: bool = True, grounded: bool = False) -> Answer:
-        """Answer `question` from the pot; the engine restores the pot afterwards.
+            answer_prefix: str = "", stop: bool = True, guard: bool = True, grounded: bool = False,
+            from_pot: bool = False) -> Answer:
+        """Answer `question`; the engine restores the pot afterwards.
 
-        `on_text`: the answer streamed as it comes; `stop`: it ends at its first sentence or a loop (else exactly
-        `max_new_tokens`, for timing); `guard`: decoded without repeating itself (repetition.py); `grounded`:
-        checked against the document, with its evidence (grounding.py; the text shown may then be NOT_SAID)."""
+        An InfiniPot pot holding the whole document as read (its entries + archive) is answered from the
+        question's best passages and checked against them (answering.py); other pots (the paper's per-head
+        selection, the baselines), and `from_pot`, from the pot's own entries (Engine.answer, §3.2).
+        `on_text`: the answer as it comes (from the pot: streamed; from passages: once decided); `stop`: it
+        ends at its first sentence or a loop (else exactly `max_new_tokens`, for timing); `guard`: decoded
+        without repeating itself (repetition.py); `grounded`: with its evidence, and a written answer naming
+        what the document does not contain withheld (grounding.py)."""
         from .controls import answer_controls
 
         prompt, focus = self.prompts.ask(question, answer_prefix)
         c = answer_controls("ask", self.lm.tokenizer, max_new_tokens, prefix=answer_prefix)
         stopper = c.stopper if stop else Stopper("none")
-        stream = StopStream(stopper, on_text) if on_text else None
+        stop_ids = self.prompts.stop_ids("question") if stop else set()
+        controls = dict(stop_ids=stop_ids, should_stop=stopper.should_stop if stop else None,
+                        logits_fn=c.guard if guard else None)
         t0 = time.perf_counter()
-        raw = self.engine.answer(prompt, c.mode, max_new_tokens=c.limit,
-                                 stop_ids=self.prompts.stop_ids("question") if stop else set(), on_text=stream,
-                                 focus=focus, should_stop=stopper.should_stop if stop else None,
-                                 logits_fn=c.guard if guard else None)
-        text = stream.finish() if stream else stopper.trim(raw).strip()
-        ans = Answer(text=text, kind="question", question=question, seconds=time.perf_counter() - t0,
-                     recalled=self.engine.recalled)
+        reply = None
+        if not from_pot and self.from_document():
+            from .answering import answer as reply_to
+
+            def write(src, ids) -> str:
+                return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
+
+            room = self.engine.answer_room(len(prompt), c.limit)
+            reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room)
+        if reply is not None:
+            ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
+                         quote=reply.quote)
+            unsupported = reply.unsupported
+            written = reply.written
+            if on_text is not None:
+                on_text(reply.text)
+        else:
+            stream = StopStream(stopper, on_text) if on_text else None
+            raw = self.engine.answer(prompt, c.mode, max_new_tokens=c.limit, on_text=stream, focus=focus,
+                                     **controls)
+            written = stream.finish() if stream else stopper.trim(raw).strip()
+            ans = Answer(text=written, kind="question", question=question, short=written,
+                         recalled=self.engine.recalled)
+            unsupported = None
+        ans.seconds = time.perf_counter() - t0
         if grounded:
             from .grounding import ground
 
-            ans.grounded = ground(self.engine, prompt, question, text, [(r.path, r.tokens) for r in self.records])
-            ans.text = ans.grounded.answer
+            g = ground(self.engine, prompt, question, written, self._sources(), how=ans.how, shown=ans.text,
+                       unsupported=unsupported)
+            g.short, g.quote = ans.short, ans.quote
+            ans.grounded, ans.text, ans.how = g, g.answer, g.how
         return ans
+
+    def from_document(self) -> bool:
+        """Whether questions are answered from passages of the whole document as read: an InfiniPot pot (with
+        the archive's recall on) that holds every token read."""
+        eng = self.engine
+        return bool(eng.policy.pot_options and eng.cfg.bounded and eng.cfg.recall and eng.tokens_read)
+
+    def _sources(self) -> list[tuple[str, int]]:
+        return [(r.path, r.tokens) for r in self.records]
 
     def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None) -> Answer:
         """Key points and an overview of what the pot holds (summary.py), streamed to `on_text` as they form."""

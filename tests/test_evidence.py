@@ -8,7 +8,6 @@ import torch
 
 from infinipot_cli import evidence as ev
 from infinipot_cli import honesty
-from infinipot_cli.evaluate import qa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
@@ -95,48 +94,6 @@ def test_numbers_match_whole():
 def test_refusals_are_recognised():
     assert honesty.refused(honesty.NOT_SAID) and honesty.refused("The document does not mention it.")
     assert not honesty.refused("proxy")
-
-
-# ---- bench qa scoring --------------------------------------------------------------------------------------
-def test_answered_and_evidence_hit():
-    q = {"answers": ["proxy"], "passage": "For example, group proxy is used by pdnsd, and squid runs as user proxy."}
-    assert qa.answered("Squid runs as user PROXY.", q["answers"]) and not qa.answered("squid", q["answers"])
-    assert qa.evidence_hit(["and squid runs as user proxy."], q)
-    assert qa.evidence_hit(["For example, group proxy is used by pdnsd, and squid"], {**q, "answers": ["zzz"]})
-    assert not qa.evidence_hit(["pdnsd"], {**q, "answers": ["zzz"]})
-
-
-def test_bm25_and_chunks():
-    chunks = qa.text_chunks([("one two three\nfour five\n" + "x " * 50, "p. 1")])
-    assert len(chunks) == 2 and chunks[0][1] == "p. 1"
-    assert qa.bm25_best(["apples and pears", "the uid of operator", "uid list"], "operator uid?", 2) == [1, 2]
-
-
-def test_summary_rates():
-    def rec(doc, flow, correct, una=False, invented=(), withheld=False, refused=False):
-        return {"doc": doc, "flow": flow, "unanswerable": una, "correct": None if una else correct,
-                "correct_guess": None if una else correct, "in_context": None if una else True,
-                "evidence_recall": {r: (None if una else correct) for r in ev.RULES}, "invented": list(invented),
-                "withheld": withheld, "refused": refused, "answer_s": 1.0}
-    rows = qa.summarize([rec("a", "direct", True), rec("a", "direct", False, invented=["41"], withheld=True,
-                                                            refused=True),
-                         rec("b", "direct", None, una=True, refused=True)])
-    top = next(r for r in rows if r["doc"] == "all")
-    assert top["questions"] == 3 and top["accuracy"] == 0.5 and top["refusal_unanswerable"] == 1.0
-    assert top["invented"] == round(1 / 3, 3) and top["invented_shown"] == 0.0 and top["false_refusal"] == 0.0
-    md = qa.markdown(rows, {"model": "m", "config": {}})
-    assert "| all | direct | 3 | 50 %" in md
-
-
-def test_corpus_errors(tmp_path):
-    from infinipot_cli.errors import UsageError
-
-    with pytest.raises(UsageError, match="corpus.json"):
-        qa.load_corpus(tmp_path)
-    (tmp_path / "corpus.json").write_text(json.dumps([{"id": "d", "path": "d.txt"}]))
-    (tmp_path / "questions.json").write_text(json.dumps([{"id": "q", "doc": "nope", "question": "?"}]))
-    with pytest.raises(UsageError, match="unknown document"):
-        qa.load_corpus(tmp_path)
 
 
 # ---- the built-in model: both flows ------------------------------------------------------------------------

@@ -13,7 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOCS = os.path.join(HERE, "docs")
 TEXT = os.path.join(HERE, "text")  # cache of the text infinipot extracts, one file per doc
 
-# id, file under docs/, kind, package, what it is
+# id, file under docs/, kind, package, what it is[, options]. Options: {"stdin": True} = the bench feeds the
+# document through a pipe on standard input (corpus.json's "stdin" field), so it is extracted that way here too.
 DOC_TABLE = [
     ("libtasn1", "libtasn1.pdf", "pdf", "libtasn1-doc", "GNU Libtasn1 reference manual (ASN.1 library), PDF"),
     ("shared-mime-info-spec", "shared-mime-info-spec.pdf", "pdf", "shared-mime-info",
@@ -35,29 +36,48 @@ DOC_TABLE = [
     ("coreutils-news", "coreutils-NEWS.txt", "changelog", "coreutils", "GNU coreutils upstream NEWS (release notes)"),
     ("vim-usr02", "vim-usr_02.txt", "text", "vim-runtime", "Vim user manual chapter 2: The first steps in Vim"),
     ("vim-usr41", "vim-usr_41.txt", "text", "vim-runtime", "Vim user manual chapter 41: Write a Vim script"),
+    ("glib-keyfile", "glib-keyfile.html", "html", "libglib2.0-doc",
+     "GLib 2.74 API reference page: Key-value file parser (GKeyFile), gtk-doc HTML"),
+    ("r-intro", "R-intro.pdf", "pdf", "r-doc-pdf", "An Introduction to R (R 4.2.2 manual), PDF book"),
+    ("ssh-man", "ssh.1.txt", "man", "openssh-client",
+     "ssh(1) man page (BSD mdoc) rendered to plain text, read piped on stdin", {"stdin": True}),
+    ("sinatra-readme", "sinatra-README.md", "markdown", "ruby-sinatra",
+     "Sinatra 3.0 README (Ruby web framework), Markdown"),
 ]
+
+
+def doc_rows() -> list[tuple[str, str, str, str, str, dict]]:
+    """DOC_TABLE with the options filled in: (id, file, kind, package, description, {"stdin": bool})."""
+    rows = []
+    for doc_id, fname, kind, package, desc, *extra in DOC_TABLE:
+        opts = {"stdin": False, **(extra[0] if extra else {})}
+        rows.append((doc_id, fname, kind, package, desc, opts))
+    return rows
 
 
 def doc_path(fname: str) -> str:
     return os.path.join(DOCS, fname)
 
 
-def passages(path: str) -> list[tuple[str, str]]:
-    """(where, text) for every passage infinipot's reader yields for ``path``."""
+def passages(path: str, stdin: bool = False) -> list[tuple[str, str]]:
+    """(where, text) for every passage infinipot's reader yields for ``path`` (read as a pipe on stdin if asked)."""
     from infinipot_cli.documents.opener import open_source
 
+    if stdin:
+        with open(path, "rb") as f, open_source("-", stdin=f) as src:
+            return [(p.where, p.text) for p in src.passages()]
     with open_source(path) as src:
         return [(p.where, p.text) for p in src.passages()]
 
 
-def extracted_text(doc_id: str, path: str) -> str:
+def extracted_text(doc_id: str, path: str, stdin: bool = False) -> str:
     """The whole text infinipot extracts (passages joined by blank lines), cached in text/<id>.txt."""
     os.makedirs(TEXT, exist_ok=True)
     cache = os.path.join(TEXT, doc_id + ".txt")
     if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
         with open(cache, encoding="utf-8") as f:
             return f.read()
-    text = "\n\n".join(t for _, t in passages(path))
+    text = "\n\n".join(t for _, t in passages(path, stdin))
     tmp = cache + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

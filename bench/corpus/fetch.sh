@@ -9,7 +9,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 DEBS="$HERE/debs"; ROOT="$HERE/root"; DOCS="$HERE/docs"
 mkdir -p "$DEBS" "$ROOT" "$DOCS"
 
-PACKAGES=(bash bash-doc coreutils gzip tar rsync vim-runtime python3.11-doc debian-policy live-manual-epub)
+PACKAGES=(bash bash-doc coreutils gzip tar rsync vim-runtime python3.11-doc debian-policy live-manual-epub
+          libglib2.0-doc r-doc-pdf openssh-client ruby-sinatra)
 
 for pkg in "${PACKAGES[@]}"; do
   if ! ls "$DEBS"/"${pkg}"_*.deb >/dev/null 2>&1; then
@@ -42,6 +43,15 @@ man_txt() {  # man_txt SRC(.gz) DEST_NAME: plain text, no hyphenation, left-adju
   mv "$DOCS/$dest.tmp" "$DOCS/$dest"
 }
 
+mdoc_txt() {  # mdoc_txt SRC(.gz) DEST_NAME: a BSD mdoc page (e.g. ssh.1) as plain text. mdoc ignores -rHY=0 and
+  # re-enables hyphenation itself, so hyphenation is switched off and the .hy request made a no-op.
+  local src="$1" dest="$2"
+  need "$dest" || return 0
+  { printf '.nh\n.de hy\n..\n'; zcat -f "$src"; } | groff -man -Tutf8 -P-c -rHY=0 -dAD=l 2>/dev/null | col -bx \
+    > "$DOCS/$dest.tmp"
+  mv "$DOCS/$dest.tmp" "$DOCS/$dest"
+}
+
 # Already installed on this machine
 copy /usr/share/doc/libtasn1-doc/libtasn1.pdf                  libtasn1.pdf
 copy /usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf shared-mime-info-spec.pdf
@@ -61,6 +71,10 @@ copy "$ROOT/usr/share/doc/gzip/changelog.Debian.gz"   gzip-changelog.Debian.txt
 copy "$ROOT/usr/share/doc/coreutils/NEWS.gz"          coreutils-NEWS.txt
 copy "$ROOT/usr/share/vim/vim90/doc/usr_02.txt"       vim-usr_02.txt
 copy "$ROOT/usr/share/vim/vim90/doc/usr_41.txt"       vim-usr_41.txt
+copy "$ROOT/usr/share/doc/libglib2.0-doc/glib/glib-Key-value-file-parser.html"  glib-keyfile.html
+copy "$ROOT/usr/share/doc/r-doc-pdf/manual/R-intro.pdf"  R-intro.pdf
+mdoc_txt "$ROOT/usr/share/man/man1/ssh.1.gz"           ssh.1.txt
+copy "$ROOT/usr/share/doc/ruby-sinatra/README.md.gz"  sinatra-README.md
 
 # Package versions, for the README and corpus.json
 : > "$HERE/versions.txt.tmp"

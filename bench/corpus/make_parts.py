@@ -8,6 +8,7 @@ Structure per kind:
   man        section headers: all-caps lines at column 0
   changelog  version entries, grouped into ~12 consecutive groups
   text       Vim user manual numbered headings (*02.1*)
+  markdown   ATX headings ("## Title") outside fenced code, at the shallowest level with >= 4 of them
 Terms: words frequent in the part and rare in the rest of the document (score = count_in_part / (1 + count_rest)),
 chosen only among words that occur in the text infinipot extracts for that part.
 """
@@ -19,7 +20,7 @@ import math
 import re
 import sys
 
-from corpus_lib import DOC_TABLE, HERE, WORD, doc_path, extracted_text, passages, write_json
+from corpus_lib import HERE, WORD, doc_path, doc_rows, extracted_text, passages, write_json
 
 STOP = set("""
 about above after again against also although among another any anything are aren around because been before
@@ -196,6 +197,27 @@ def parts_text(path: str) -> list[dict]:
     return _line_parts(lines, starts)
 
 
+def parts_markdown(path: str) -> list[dict]:
+    lines = open(path, encoding="utf-8").read().split("\n")
+    heads, fence = [], None
+    for i, l in enumerate(lines):
+        m = re.match(r"\s*(```+|~~~+)", l)
+        if m:
+            if fence is None:
+                fence = m.group(1)[0] * 3
+            elif m.group(1).startswith(fence):
+                fence = None
+            continue
+        m = re.match(r"(#{1,6}) +(.+?)\s*#*\s*$", l)
+        if m and fence is None:
+            heads.append((len(m.group(1)), i + 1, m.group(2).strip()))
+    level = next((lv for lv in range(1, 7) if sum(h[0] == lv for h in heads) >= 4), 1)
+    bounds = [(ln, lv, title) for lv, ln, title in heads if lv <= level]  # a part runs to the next of these
+    bounds.append((len(lines) + 1, 0, ""))
+    return [{"title": title, "start_line": ln, "_text": "\n".join(lines[ln - 1: bounds[i + 1][0] - 1])}
+            for i, (ln, lv, title) in enumerate(bounds[:-1]) if lv == level and title != "Table of Contents"]
+
+
 # ----------------------------------------------------------------------------------------------- terms
 def words(text: str) -> list[str]:
     return [w.strip(".-").lower() for w in WORD.findall(text)]
@@ -228,7 +250,7 @@ def pick_terms(parts: list[dict], full_text: str, k: int = 5) -> None:
 
 
 BUILDERS = {"pdf": parts_pdf, "html": parts_html, "epub": parts_epub, "man": parts_man,
-            "changelog": parts_changelog, "text": parts_text}
+            "changelog": parts_changelog, "text": parts_text, "markdown": parts_markdown}
 
 
 def main() -> int:
@@ -241,15 +263,15 @@ def main() -> int:
     except FileNotFoundError:
         pass
     out = []
-    for doc_id, fname, kind, package, desc in DOC_TABLE:
+    for doc_id, fname, kind, package, desc, opts in doc_rows():
         path = doc_path(fname)
-        text = extracted_text(doc_id, path)
+        text = extracted_text(doc_id, path, opts["stdin"])
         parts = BUILDERS[kind](path)
         pick_terms(parts, text)
         for p in parts:
             del p["_text"]
         out.append({"id": doc_id, "path": path, "kind": kind, "package": package,
-                    "package_version": versions.get(package), "description": desc,
+                    "package_version": versions.get(package), "description": desc, "stdin": opts["stdin"],
                     "approx_tokens": len(text) // 4, "chars": len(text), "parts": parts})
         print(f"{doc_id:22} {kind:9} {len(text)//4:7d} tok  {len(parts):3d} parts", file=sys.stderr)
     write_json(f"{HERE}/corpus.json", out)

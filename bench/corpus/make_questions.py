@@ -2,7 +2,7 @@
 """Write questions.json from the question list below, filling in "where" from the documents themselves.
 
 Each entry: (id, doc, question, answers, passage, kind, paraphrase_of). "where" is computed:
-  text docs (man/changelog/text): {"line": n} = the line of the source file where the passage starts;
+  text docs (man/changelog/text/markdown): {"line": n} = the line of the source file where the passage starts;
   pdf: {"page": n, "page_label": ...} = the physical page whose extracted text holds the passage;
   html/epub: {"section": label} = infinipot's passage label (heading / chapter) holding the passage.
 Unanswerable questions have answers [] and passage null (verify.py checks no answer-like text is required).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 
-from corpus_lib import DOC_TABLE, HERE, doc_path, passages, squash, write_json
+from corpus_lib import HERE, doc_path, doc_rows, passages, squash, write_json
 
 N = None
 Q = [
@@ -246,6 +246,157 @@ Q = [
     ("dp-7", "debian-policy", "When was Debian Policy version 4.6.1 released?", ["May, 2022", "May 2022"],
      "10.3. Version 4.6.1 Released May, 2022.", "number", N),
     ("dp-8", "debian-policy", "How many packages does the main archive area contain?", [], N, "unanswerable", N),
+    # ---------------------------------------------------------------- glib key-file API reference (html, 12K tokens)
+    ("gk-1", "glib-keyfile", "Which character begins a comment in a GLib key file, unlike .ini files?", ["'#'", "#"],
+     ".ini files use the ';' character to begin comments, key files use the '#' character.", "fact", N),
+    ("gk-2", "glib-keyfile", "What happens when a group in a key file contains the same key several times?",
+     ["the last entry wins", "last entry wins"],
+     "Note that in contrast to the Desktop Entry Specification, groups in key files may contain the same key "
+     "multiple times; the last entry wins.", "fact", N),
+    ("gk-3", "glib-keyfile", "What is the default list separator of a GKeyFile?", ["';'", "semicolon"],
+     "Sets the character which is used to separate values in lists. Typically ';' or ',' are used as separators. "
+     "The default list separator is ';'.", "fact", N),
+    ("gk-4", "glib-keyfile", "Unless I change it, which character splits the items when a value holds several of "
+     "them?", ["';'", "semicolon"],
+     "Sets the character which is used to separate values in lists. Typically ';' or ',' are used as separators. "
+     "The default list separator is ';'.", "fact", "gk-3"),
+    ("gk-5", "glib-keyfile", "Which error does g_key_file_load_from_file() return when the file does not exist?",
+     ["G_FILE_ERROR_NOENT"],
+     "This function will never return a G_KEY_FILE_ERROR_NOT_FOUND error. If the file is not found, "
+     "G_FILE_ERROR_NOENT is returned.", "name", N),
+    ("gk-6", "glib-keyfile", "What does g_key_file_to_data() do?", ["outputs key_file as a string", "as a string"],
+     "This function outputs key_file as a string. Note that this function never reports an error, so it is safe "
+     "to pass NULL as error .", "fact", N),
+    ("gk-7", "glib-keyfile", "Which error is set when g_key_file_get_integer() finds a value that is not an integer?",
+     ["G_KEY_FILE_ERROR_INVALID_VALUE"],
+     "Likewise, if the value associated with key cannot be interpreted as an integer, or is out of range for a "
+     "gint, then 0 is returned and error is set to G_KEY_FILE_ERROR_INVALID_VALUE.", "name", N),
+    ("gk-8", "glib-keyfile", "Which flag should I load a key file with so that its comments survive when I write it "
+     "back?", ["G_KEY_FILE_KEEP_COMMENTS"],
+     "G_KEY_FILE_KEEP_COMMENTS Use this flag if you plan to write the (possibly modified) contents of the key file "
+     "back to a file; otherwise all comments will be lost when the key file is written back.", "option", N),
+    ("gk-9", "glib-keyfile", "My program edits a config file with GLib and the remarks people wrote in it vanish "
+     "when it saves; what should it pass when loading?", ["G_KEY_FILE_KEEP_COMMENTS"],
+     "G_KEY_FILE_KEEP_COMMENTS Use this flag if you plan to write the (possibly modified) contents of the key file "
+     "back to a file; otherwise all comments will be lost when the key file is written back.", "option", "gk-8"),
+    ("gk-10", "glib-keyfile", "What is the name of the main group of a desktop entry file "
+     "(G_KEY_FILE_DESKTOP_GROUP)?", ["Desktop Entry"],
+     "#define G_KEY_FILE_DESKTOP_GROUP \"Desktop Entry\" The name of the main group of a desktop entry file, as "
+     "defined in the Desktop Entry Specification.", "name", N),
+    ("gk-11", "glib-keyfile", "Since which GLib version is G_KEY_FILE_DESKTOP_KEY_ACTIONS available?", ["2.38"],
+     "A key under G_KEY_FILE_DESKTOP_GROUP, whose value is a string list giving the available application actions. "
+     "Since: 2.38", "number", N),
+    ("gk-12", "glib-keyfile", "What is the maximum length of a key name in a GKeyFile?", [], N, "unanswerable", N),
+    # ---------------------------------------------------------------- An Introduction to R (pdf, 54K tokens, 113 pages)
+    ("ri-1", "r-intro", "About how many packages are supplied with R itself?", ["about 25", "25"],
+     "There are about 25 packages supplied with R (called “standard” and “recommended” packages)", "number", N),
+    ("ri-2", "r-intro", "How long may a command line entered at the R console be?", ["4095 bytes", "4095"],
+     "Command lines entered at the console are limited3 to about 4095 bytes (not characters).", "number", N),
+    ("ri-3", "r-intro", "Which R function diverts all subsequent console output to a file?", ["sink"],
+     "The function sink, > sink(\"record.lis\") will divert all subsequent output from the console to an external "
+     "file, record.lis.", "name", N),
+    ("ri-4", "r-intro", "How can I have everything R prints go into a file rather than appear on my screen?",
+     ["sink"],
+     "The function sink, > sink(\"record.lis\") will divert all subsequent output from the console to an external "
+     "file, record.lis.", "name", "ri-3"),
+    ("ri-5", "r-intro", "At which position on the search path does attach() place a data frame?", ["position 2"],
+     "places the data frame in the search path at position 2", "number", N),
+    ("ri-6", "r-intro", "Which environment variable gives the location of R's site initialization file?",
+     ["R_PROFILE"],
+     "The location of the site initialization file is taken from the value of the R_PROFILE environment variable.",
+     "name", N),
+    ("ri-7", "r-intro", "Which link is the default for the binomial family in glm()?", ["logit"],
+     "Since the logit link is the default the parameter may be omitted on the second call.", "name", N),
+    ("ri-8", "r-intro", "How many points does locator() wait for by default?", ["512"],
+     "This continues until n (default 512) points have been selected, or another mouse button is pressed.",
+     "number", N),
+    ("ri-9", "r-intro", "Which R command-line option combines --no-save, --no-environ, --no-site-file, "
+     "--no-init-file and --no-restore?", ["--vanilla"],
+     "--vanilla Combine --no-save, --no-environ, --no-site-file, --no-init-file and --no-restore.", "option", N),
+    ("ri-10", "r-intro", "How do I start R completely fresh, ignoring every profile and neither loading nor keeping "
+     "the workspace?", ["--vanilla"],
+     "--vanilla Combine --no-save, --no-environ, --no-site-file, --no-init-file and --no-restore.", "option", "ri-9"),
+    ("ri-11", "r-intro", "What is the largest value --max-ppsize accepts?", ["100000"],
+     "Currently the maximum value accepted is 100000.", "number", N),
+    ("ri-12", "r-intro", "What does R CMD BATCH do?", ["Run R in batch mode", "batch mode"],
+     "BATCH Run R in batch mode. Runs R --restore --save with possibly further options (see ?BATCH).", "fact", N),
+    ("ri-13", "r-intro", "How can I type a Meta character in R's command-line editor if my terminal has no META key?",
+     ["ESC"],
+     "If your terminal does not have a META key enabled, you can still type Meta characters using two-character "
+     "sequences starting with ESC.", "option", N),
+    ("ri-14", "r-intro", "Which operator does R provide as its native pipe?", [], N, "unanswerable", N),
+    # ---------------------------------------------------------------- ssh man page, read on stdin (man, 13K tokens)
+    ("ssh-1", "ssh-man", "Which ssh option forces the use of IPv4 addresses only?", ["-4"],
+     "-4 Forces ssh to use IPv4 addresses only.", "option", N),
+    ("ssh-2", "ssh-man", "What is ssh's default escape character?", ["‘~’", "~"],
+     "Sets the escape character for sessions with a pty (default: ‘~’).", "fact", N),
+    ("ssh-3", "ssh-man", "Which ssh option connects to the target host through a jump host?", ["-J"],
+     "-J destination Connect to the target host by first making a ssh connection to the jump host described by "
+     "destination and then establishing a TCP forwarding to the ultimate destination from there.", "option", N),
+    ("ssh-4", "ssh-man", "How do I log in to a machine I can only reach by hopping through another server first?",
+     ["-J", "ProxyJump"],
+     "-J destination Connect to the target host by first making a ssh connection to the jump host described by "
+     "destination and then establishing a TCP forwarding to the ultimate destination from there.", "option", "ssh-3"),
+    ("ssh-5", "ssh-man", "What does ssh -N do?", ["Do not execute a remote command", "not execute a remote command"],
+     "-N Do not execute a remote command. This is useful for just forwarding ports.", "fact", N),
+    ("ssh-6", "ssh-man", "How many -v options give ssh its maximum verbosity?", ["3"],
+     "Multiple -v options increase the verbosity. The maximum is 3.", "number", N),
+    ("ssh-7", "ssh-man", "Which file lists the public keys that are permitted for logging in?",
+     ["~/.ssh/authorized_keys", "authorized_keys"],
+     "The file ~/.ssh/authorized_keys lists the public keys that are permitted for logging in.", "name", N),
+    ("ssh-8", "ssh-man", "How do I make ssh stop asking me to confirm the fingerprint of a server I connect to for the "
+     "first time?", ["StrictHostKeyChecking"],
+     "When connecting to a server for the first time, a fingerprint of the server's public key is presented to the "
+     "user (unless the option StrictHostKeyChecking has been disabled).", "option", N),
+    ("ssh-9", "ssh-man", "Which escape sequence disconnects an ssh session?", ["~."],
+     "~. Disconnect.", "option", N),
+    ("ssh-10", "ssh-man", "With which cipher is the sensitive part of a private key file encrypted when a passphrase "
+     "is given?", ["AES-128"],
+     "It is possible to specify a passphrase when generating the key which will be used to encrypt the sensitive "
+     "part of this file using AES-128.", "name", N),
+    ("ssh-11", "ssh-man", "Which exit status does ssh return when an error occurred?", ["255"],
+     "ssh exits with the exit status of the remote command or with 255 if an error occurred.", "number", N),
+    ("ssh-12", "ssh-man", "Which TCP port does ssh connect to when no port is given?", [], N, "unanswerable", N),
+    # ---------------------------------------------------------------- Sinatra README (markdown, 18K tokens)
+    ("sr-1", "sinatra-readme", "What is Sinatra?",
+     ["quickly creating web applications in Ruby", "DSL"],
+     "Sinatra is a [DSL](https://en.wikipedia.org/wiki/Domain-specific_language) for quickly creating web "
+     "applications in Ruby with minimal effort:", "fact", N),
+    ("sr-2", "sinatra-readme", "In which order does Sinatra match routes?",
+     ["in the order they are defined", "order they are defined"],
+     "Routes are matched in the order they are defined. The first route that matches the request is invoked.",
+     "fact", N),
+    ("sr-3", "sinatra-readme", "From which directory does Sinatra serve static files by default?",
+     ["./public", "public"],
+     "Static files are served from the `./public` directory.", "name", N),
+    ("sr-4", "sinatra-readme", "With which algorithm is the session data in the cookie signed?", ["HMAC-SHA1"],
+     "To improve security, the session data in the cookie is signed with a session secret using `HMAC-SHA1`.",
+     "name", N),
+    ("sr-5", "sinatra-readme", "How long is the session secret that Sinatra generates by default?",
+     ["32 byte", "32"],
+     "By default, a 32 byte secure random session secret is generated for you by Sinatra, but it will change with "
+     "every restart of your application.", "number", N),
+    ("sr-6", "sinatra-readme", "If I let the framework make up the key that signs my cookies, what happens to that "
+     "key when the app is started again?", ["change with every restart", "it will change"],
+     "By default, a 32 byte secure random session secret is generated for you by Sinatra, but it will change with "
+     "every restart of your application.", "fact", "sr-5"),
+    ("sr-7", "sinatra-readme", "Which method immediately stops a request within a filter or route?", ["halt"],
+     "To immediately stop a request within a filter or route use: ```ruby halt ```", "name", N),
+    ("sr-8", "sinatra-readme", "What does the lock setting do?",
+     ["Places a lock around every request", "lock around every request"],
+     "Places a lock around every request, only running processing on request per Ruby process concurrently.",
+     "fact", N),
+    ("sr-9", "sinatra-readme", "Which environment variable selects the environment a Sinatra app runs in?",
+     ["APP_ENV"],
+     "Environments can be set through the `APP_ENV` environment variable. The default value is `\"development\"`.",
+     "name", N),
+    ("sr-10", "sinatra-readme", "Which Rack server does ruby myapp.rb use by default?", ["puma"],
+     "-s # specify rack server/handler (default is puma)", "name", N),
+    ("sr-11", "sinatra-readme", "Which Ruby versions are no longer supported as of Sinatra 3.0.0?",
+     ["before 2.6", "2.6"],
+     "Versions of Ruby before 2.6 are no longer supported as of Sinatra 3.0.0.", "number", N),
+    ("sr-12", "sinatra-readme", "What is the largest request body Sinatra accepts by default?", [], N,
+     "unanswerable", N),
 ]
 
 
@@ -257,18 +408,18 @@ SUPPORT = {
 }
 
 
-def locate(doc_id: str, kind: str, path: str, passage: str) -> dict:
+def locate(doc_id: str, kind: str, path: str, passage: str, stdin: bool = False) -> dict:
     want = squash(passage)
-    if kind in ("man", "changelog", "text"):
+    if kind in ("man", "changelog", "text", "markdown"):
         lines = open(path, encoding="utf-8").read().split("\n")
         # the first line from which the squashed rest of the file starts with the passage's first words
         head = " ".join(want.split()[:6])
         for i in range(len(lines)):
             window = squash(" ".join(lines[i: i + 8]))
-            if head in window and (i == 0 or head not in squash(" ".join(lines[i + 1: i + 9]))):
+            if head in window and head not in squash(" ".join(lines[i + 1: i + 9])):
                 return {"line": i + 1}
         return {}
-    for idx, (where, text) in enumerate(passages(path), start=1):
+    for idx, (where, text) in enumerate(passages(path, stdin), start=1):
         if want in squash(text):
             if kind == "pdf":
                 from pypdf import PdfReader
@@ -282,14 +433,14 @@ def locate(doc_id: str, kind: str, path: str, passage: str) -> dict:
 
 
 def main() -> int:
-    table = {d[0]: d for d in DOC_TABLE}
+    table = {d[0]: d for d in doc_rows()}
     out = []
     seen = set()
     for qid, doc, question, answers, passage, kind, para in Q:
         assert qid not in seen, qid
         seen.add(qid)
-        _, fname, dkind, *_ = table[doc]
-        where = locate(doc, dkind, doc_path(fname), passage) if passage else {}
+        _, fname, dkind, _, _, opts = table[doc]
+        where = locate(doc, dkind, doc_path(fname), passage, opts["stdin"]) if passage else {}
         out.append({"id": qid, "doc": doc, "question": question, "answers": answers, "passage": passage,
                     "where": where, "kind": kind, "paraphrase_of": para})
         if qid in SUPPORT:

@@ -32,9 +32,9 @@ def main() -> int:
             continue
         if cached:
             from corpus_lib import extracted_text
-            text = extracted_text(d["id"], d["path"])
-        else:
-            text = "\n\n".join(t for _, t in passages(d["path"]))
+            text = extracted_text(d["id"], d["path"], d.get("stdin", False))
+        else:  # a "stdin" document is read as the bench reads it: piped on standard input
+            text = "\n\n".join(t for _, t in passages(d["path"], d.get("stdin", False)))
         texts[d["id"]] = text
         low = squash(text).lower()
         for p in d["parts"]:

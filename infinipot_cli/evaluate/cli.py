@@ -301,12 +301,8 @@ def qa_cmd(
     final_keep: Optional[int] = typer.Option(None, "--final-keep", metavar="N", rich_help_panel=P_POT, min=0, help="Entries the question's last "
                                              "distillation keeps (default: the method's); also the words baseline's "
                                              "token budget (default 512)."),
-    variants: str = typer.Option("standard", "--variants", metavar="VARIANTS", help="Comma-separated ways to ask, each from the same "
-                                                               "read: standard (as ask), reshow (the document's "
-                                                               "three best-matching sentences quoted before the "
-                                                               "question), wide (the answer sees 1,024 kept entries "
-                                                               "instead of --final-keep)."),
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens", metavar="N", min=1, help="Answer length limit."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", metavar="N", min=1, help="Answer length limit "
+                                                                                         "(as ask's)."),
     model: Optional[str] = ModelOpt,
     device: Optional[str] = DeviceOpt,
     dtype: Optional[str] = DtypeOpt,
@@ -317,7 +313,7 @@ def qa_cmd(
     """Real-document questions: answer accuracy, evidence recall, invented content and refusals per document
     and flow (direct, read-then-ask, and the whole-document and word-overlap baselines)."""
     from . import report
-    from .qa import BASELINES, FLOWS, VARIANTS, QAConfig, load_corpus, markdown, run_qa, summarize
+    from .qa import BASELINES, FLOWS, QAConfig, load_corpus, markdown, run_qa, summarize
 
     def parse(spec: str, allowed, what: str) -> list[str]:
         got = [p.strip() for p in spec.split(",") if p.strip() and p.strip() != "none"]
@@ -333,8 +329,7 @@ def qa_cmd(
                        flows=parse(flows, FLOWS, "--flows"),
                        baselines=parse(baselines, BASELINES, "--baselines"), max_tokens=max_tokens,
                        direct_max_tokens=direct_max_tokens, method=method, pot_size=sizes.size, keep=sizes.keep,
-                       final_keep=final_keep, max_new_tokens=max_new_tokens,
-                       variants=parse(variants, VARIANTS, "--variants") or ["standard"])
+                       final_keep=final_keep, max_new_tokens=max_new_tokens)
         _check_pot([method], {"size": sizes.size, "keep": sizes.keep})
         load_corpus(corpus)  # a bad folder fails before the model loads
         lm = _load(model, device, dtype, threads)

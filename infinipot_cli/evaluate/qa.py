@@ -1,8 +1,9 @@
-"""`infinipot bench qa`: real documents, the questions their readers ask, and the evidence of every answer.
+"""`infinipot bench qa`: real documents, the questions their readers ask, and the answers `ask` gives them.
 
 A corpus folder holds `corpus.json` ([{id, path, kind, ...}]) and `questions.json` ([{id, doc, question,
-answers, passage, kind, ...}]; `answers` are case-insensitive substrings, [] when the document does not say).
-For each document (filtered by --docs, at most --limit questions each) the questions are answered in:
+answers, passage, kind, ...}]; `answers` are acceptable answer strings, [] when the document does not say).
+For each document (filtered by --docs, at most --limit questions each) the questions are answered through
+`Session` exactly as the CLI answers them (session.py: `Session.ask(question, grounded=True)`) in:
 
     direct         `ask DOC Q`: the question is the catalyst while reading (CaP-Q), one read per question
     read-then-ask  `read --save-pot` + `ask --load-pot`: one read with the general catalyst (CaP-G), the pot
@@ -11,11 +12,11 @@ For each document (filtered by --docs, at most --limit questions each) the quest
     words          baseline: the document's best-matching passages by plain word overlap (BM25 over ~40-word
                    chunks, up to `final_keep` tokens, in document order) given to the model alone
 
-Every answer is grounded (grounding.py): its evidence under each rule of evidence.RULES and its support check
-under both scopes of honesty.SCOPES are recorded, so one run measures them all. Metrics per document and flow:
-accuracy (an acceptable answer string in the answer shown; also in the model's own guess), evidence recall
-(an answer string, or the gold passage, in the evidence text), invented (the guess names a number, name or
-identifier the document does not contain), withheld (shown as "does not seem to say"), and on unanswerable
+Metrics per document and flow: right (an acceptable answer in the short answer shown: the model's sentence, or
+the span taken from the document; matched as a whole word, case-sensitively for one- and two-character answers),
+the answer line holds it (also in a quoted sentence), evidence recall (an acceptable answer, or the gold passage,
+in the evidence shown), invented (the model's guess / the answer shown names a number, name or identifier the
+document does not contain), non-answers shown (names nothing beyond the question), withheld, and on unanswerable
 questions the refusal rate.
 """
 
@@ -36,11 +37,6 @@ from ..errors import UsageError
 
 FLOWS = ("direct", "read-then-ask")
 BASELINES = ("whole", "words")
-# Ways to ask, each answered from the same read: standard (as `ask`); reshow (the document's three best-matching
-# sentences for the question, BM25 over the pot and its archive, quoted before the question); wide (the
-# question's last distillation keeps WIDE_KEEP entries instead of final_keep: more kept text for the answer)
-VARIANTS = ("standard", "reshow", "wide")
-WIDE_KEEP = 1024
 CHUNK_WORDS = 40
 
 
@@ -58,8 +54,7 @@ class QAConfig:
     pot_size: int = 2048
     keep: int = 1024
     final_keep: int | None = None
-    max_new_tokens: int = 64
-    variants: list[str] = field(default_factory=lambda: ["standard"])
+    max_new_tokens: int = 256            # as `ask`
 
     def describe(self) -> dict:
         d = asdict(self)
@@ -114,8 +109,18 @@ def norm(text: str) -> str:
 
 
 def answered(text: str, answers: list[str]) -> bool:
-    t = norm(text)
-    return any(norm(a) in t for a in answers)
+    """An acceptable answer in `text`, as a whole word (not inside another word; `-c` not in `--create`),
+    case-insensitively, but case-sensitively for answers of one or two characters (`u` is not `U`)."""
+    t = " ".join((text or "").split())
+    for a in answers:
+        a = " ".join(a.split())
+        if not a:
+            continue
+        pre = r"(?<![\w-])" if a[0].isalnum() else ""
+        post = r"(?![\w])" if a[-1].isalnum() else ""
+        if re.search(pre + re.escape(a) + post, t, 0 if len(a) <= 2 else re.IGNORECASE):
+            return True
+    return False
 
 
 def evidence_hit(texts: list[str], q: dict) -> bool:
@@ -130,32 +135,6 @@ def evidence_hit(texts: list[str], q: dict) -> bool:
     if gold in joined:
         return True
     return any(len(t.split()) >= 6 and norm(t.replace(" …", "")) in gold for t in texts)
-
-
-# ---- one answer ------------------------------------------------------------------------------------------
-def ask_prompt(P, question: str, variant: str, engine=None):
-    """(prompt, focus) for `question`: the standard prompt, or with `reshow` the document's three best-matching
-    sentences for it (BM25 over the pot and its archive) quoted before the question."""
-    if variant != "reshow" or engine is None:
-        return P.ask(question)
-    from ..prompts import question_request
-
-    passages = reshown(engine, question)
-    request = ("Passages of the document that may hold the answer:\n" + "\n".join(f"- {p}" for p in passages)
-               + "\n\n" + question_request(question)) if passages else question_request(question)
-    return P.tail_focus(request, question.strip())
-
-
-def reshown(engine, question: str, n: int = 3, words: int = 60) -> list[str]:
-    """The `n` best ~40-word chunks of the document as read (pot + archive) for `question` by BM25."""
-    from ..honesty import document_text
-
-    text = document_text(engine)
-    if not text:
-        return []
-    chunks = text_chunks([(text, "")])
-    best = bm25_best([c for c, _ in chunks], question, n)
-    return [" ".join(chunks[i][0].split()[:words]) for i in sorted(best)]
 
 
 def text_chunks(passages) -> list[tuple[str, str]]:
@@ -201,77 +180,57 @@ def bm25_best(chunks: list[str], query: str, n: int, k1: float = 1.2, b: float =
     return [i for s, i in scores[:n] if s > 0]
 
 
-def answer_one(lm, P, engine, q: dict, flow: str, cfg: QAConfig, sources: list[tuple[str, int]],
-               doc_text: str | None, variant: str = "standard") -> dict:
-    """Ask `q` of `engine` the `variant` way (VARIANTS), ground the answer; the record (scored)."""
-    from .. import evidence as ev
+# ---- one answer ------------------------------------------------------------------------------------------
+def record(q: dict, flow: str, session, ans, read_s: float) -> dict:
+    """The scored record of `ans` (a session.Answer from Session.ask, grounded) to question `q`."""
     from .. import honesty
-    from ..grounding import ground
-    from ..stopping import stopper_for
 
-    question = q["question"]
-    prompt, focus = ask_prompt(P, question, variant, engine)
-    stopper = stopper_for("ask")
-    t0 = time.perf_counter()
-    final_keep = engine.cfg.final_keep
-    if variant == "wide":
-        engine.cfg.final_keep = WIDE_KEEP
-    try:
-        guess = stopper.trim(engine.answer(prompt, "question", max_new_tokens=cfg.max_new_tokens,
-                                           stop_ids=P.stop_ids("ask"), focus=focus,
-                                           should_stop=stopper.should_stop)).strip()
-    finally:
-        engine.cfg.final_keep = final_keep
-    answer_s = time.perf_counter() - t0
-    ctx = ev.Context.of(engine)
-    scored = ev.score_context(engine, ctx, prompt, guess)
-    g = ground(engine, prompt, question, guess, sources, scored=scored)
-    ground_s = time.perf_counter() - t0 - answer_s
+    g = ans.grounded
     answers = q.get("answers") or []
-    ctx_text = ctx.text(engine.tok)
-    doc_text = doc_text if doc_text is not None else honesty.document_text(engine)
-    rec = {
-        "id": q["id"], "doc": q["doc"], "flow": flow if variant == "standard" else f"{flow}+{variant}",
-        "variant": variant, "kind": q.get("kind"), "question": question,
-        "answers": answers, "guess": guess, "answer": g.answer, "unanswerable": not answers,
-        "correct_guess": answered(guess, answers) if answers else None,
-        "correct": answered(g.answer, answers) if answers else None,
-        "refused": honesty.refused(g.answer), "guess_refused": honesty.refused(guess),
-        "withheld": g.withheld,
-        "invented": honesty.unsupported(guess, question, doc_text) if doc_text is not None else None,
-        "unsupported_context": honesty.unsupported(guess, question, ctx_text),
-        "in_context": answered(ctx_text, answers) if answers else None,
+    doc_text = honesty.document_text(session.engine)
+    shown = ans.text
+    return {
+        "id": q["id"], "doc": q["doc"], "flow": flow, "kind": q.get("kind"), "question": q["question"],
+        "answers": answers, "unanswerable": not answers,
+        "answer": shown, "how": ans.how, "short": ans.short, "guess": g.guess,
+        "correct": answered(ans.short if ans.how in ("extracted", "quoted") else shown, answers) if answers else None,
+        "line_holds": answered(shown, answers) if answers else None,
+        "correct_guess": answered(g.guess, answers) if answers else None,
+        "refused": honesty.refused(shown), "withheld": g.withheld,
+        "non_answer": non_answer(shown, q["question"]),
+        "invented": honesty.unsupported(g.guess, q["question"], doc_text) if doc_text is not None else None,
+        "invented_shown": (honesty.unsupported(shown, q["question"], doc_text)
+                           if doc_text is not None and ans.how == "written" else []),
         "evidence": [p.as_json() for p in g.evidence],
-        "evidence_recall": {}, "context_tokens": int(ctx.tok.numel()), "recalled": engine.recalled,
-        "answer_s": round(answer_s, 3), "ground_s": round(ground_s, 3),
+        "evidence_recall": evidence_hit([p.text for p in g.evidence], q) if answers else None,
+        "recalled": ans.recalled, "answer_s": round(ans.seconds, 3), "read_s": round(read_s, 2),
+        "tokens": session.engine.tokens_read,
     }
-    for rule in ev.RULES:
-        ps = g.evidence if rule == ev.DEFAULT_RULE else ev.evidence(engine, ctx, prompt, question, guess, sources,
-                                                                    rule=rule, scored=scored)
-        rec["evidence_recall"][rule] = evidence_hit([p.text for p in ps], q) if answers else None
-    return rec
+
+
+_FILLER = re.compile(r"\b(the |this )?(document|text|passage|manual|page)s?( above| below)?\b|\banswer(s|ed)?\b|"
+                     r"\bquestion(s)?\b|\b(contain|state|mention|suggest|say|describe|provide|discuss|explain)"
+                     r"(s|ed|ing)?\b|\binformation\b")
+
+
+def non_answer(text: str, question: str) -> bool:
+    """A shown answer that names nothing beyond the question (a restatement, "the document contains the
+    answer"): the bench's own check, independent of the product's. Refusals ("does not seem to say") and quoted
+    document sentences are answers of their kind."""
+    from .. import honesty
+    from ..archive import STOPWORDS, words
+
+    if not text.strip():
+        return True
+    if honesty.refused(text) or "\u201c" in text:
+        return False
+    asked = set(words(question))
+    rest = [w for w in words(_FILLER.sub(" ", text.lower())) if w not in STOPWORDS and w not in asked]
+    quoted = re.findall(r"[\"'`]([^\"'`\n]{1,40})[\"'`]", text)  # 'The password is "live".' names "live"
+    return not rest and not quoted
 
 
 # ---- flows -----------------------------------------------------------------------------------------------
-def _engine(lm, P, pcfg, catalyst: tuple):
-    from ..engine import Engine
-
-    eng = Engine(lm.model, lm.tokenizer, pcfg, catalyst_ids=catalyst[0], catalyst_focus=catalyst[1])
-    eng.pin(P.header_ids())
-    return eng
-
-
-def _read(eng, lm, path: str) -> tuple[list[tuple[str, int]], float]:
-    from ..documents import open_source
-    from ..reader import SourceRecord, read_source
-
-    src = open_source(path, "auto")
-    rec = SourceRecord(path=path, format=src.format)
-    t0 = time.perf_counter()
-    read_source(eng, lm.tokenizer, src, rec)
-    return [(path, rec.tokens)], time.perf_counter() - t0
-
-
 def _pot_config(cfg: QAConfig, method: str | None = None):
     from ..config import PotConfig, split_method_spec
 
@@ -282,68 +241,97 @@ def _pot_config(cfg: QAConfig, method: str | None = None):
     return PotConfig(method=base, **{**spec, **knobs}).validate()
 
 
-def run_direct(lm, P, cfg, doc, qs, emit):
-    pcfg = _pot_config(cfg)
+def _open(doc: dict):
+    """The document's source: by path, or (corpus field "stdin") streamed as `cat DOC | infinipot ask - ...` reads
+    it (the stream stays open until the source has been read)."""
+    from ..documents import open_source
+
+    if doc.get("stdin"):
+        return open_source("-", "auto", stdin=open(doc["path"], "rb"))
+    return open_source(doc["path"], "auto")
+
+
+def _ask(session, q: dict, cfg: QAConfig):
+    """The question asked as `infinipot ask` asks it (Session.ask, checked against the document)."""
+    return session.ask(q["question"], max_new_tokens=cfg.max_new_tokens, grounded=True)
+
+
+def run_direct(lm, cfg, doc, qs, emit):
+    """`infinipot ask DOC Q`: a read per question, the question the catalyst (CaP-Q) and expected while reading."""
+    from ..session import Catalyst, Session
+
     for q in qs:
-        prompt, focus = P.ask(q["question"])
-        eng = _engine(lm, P, pcfg, P.catalyst("question", q["question"]))
-        eng.expect(prompt, focus)  # the question rides the read's last forward, as in `ask`
-        sources, read_s = _read(eng, lm, doc["path"])
-        for v in cfg.variants:  # every variant from the same read (the pot is restored after each answer)
-            rec = answer_one(lm, P, eng, q, "direct", cfg, sources, None, v)
-            emit(dict(rec, read_s=round(read_s, 2), tokens=eng.tokens_read))
+        s = Session.start(lm, _pot_config(cfg), Catalyst("question", q["question"]))
+        s.expect(q["question"])
+        s.read(_open(doc))
+        emit(record(q, "direct", s, _ask(s, q, cfg), s.read_s))
 
 
-def run_read_then_ask(lm, P, cfg, doc, qs, emit):
-    from ..honesty import document_text
-    from ..potfile import load_pot, save_pot
+def run_read_then_ask(lm, cfg, doc, qs, emit):
+    """`infinipot read DOC --save-pot F` then `infinipot ask --load-pot F Q` for every question."""
+    from ..session import Catalyst, Session
 
-    eng = _engine(lm, P, _pot_config(cfg), P.catalyst("general"))
-    sources, read_s = _read(eng, lm, doc["path"])
+    s = Session.start(lm, _pot_config(cfg), Catalyst("general"))
+    s.read(_open(doc))
+    read_s = s.read_s
     folder = tempfile.mkdtemp(prefix="infinipot-qa-")
     path = os.path.join(folder, "doc.pot")
     try:
-        save_pot(path, eng, {"sources": [{"path": p, "tokens": n} for p, n in sources], "model": lm.name})
-        eng, _ = load_pot(path, lm.model, lm.tokenizer, expect_model_name=lm.name)
+        s.save(path)
+        s = Session.resume(lm, path)
     finally:
         if os.path.exists(path):
             os.remove(path)
         os.rmdir(folder)
-    eng.finish()
-    text = document_text(eng)
     for q in qs:
-        for v in cfg.variants:
-            rec = answer_one(lm, P, eng, q, "read-then-ask", cfg, sources, text, v)
-            emit(dict(rec, read_s=round(read_s, 2), tokens=eng.tokens_read))
+        emit(record(q, "read-then-ask", s, _ask(s, q, cfg), read_s))
 
 
 def window(model) -> int:
     return int(getattr(model.config, "max_position_embeddings", 0) or 0) or 1 << 30
 
 
-def run_whole(lm, P, cfg, doc, qs, emit):
-    from ..documents import open_source
+def run_whole(lm, cfg, doc, qs, emit):
+    """Baseline: the whole document in the model's window (method full), read once, where it fits."""
+    from ..prompts import Prompts
     from ..reader import token_stream
+    from ..session import Catalyst, Session
 
-    n = sum(len(ids) for ids, _ in token_stream(lm.tokenizer, open_source(doc["path"], "auto").passages()))
+    P = Prompts(lm.tokenizer)
+    n = sum(len(ids) for ids, _ in token_stream(lm.tokenizer, _open(doc).passages()))
     room = len(P.header_ids()) + n + len(P.ask(qs[0]["question"])[0]) + 64 + cfg.max_new_tokens
     if room > window(lm.model):
         return f"{n} tokens: beyond the model's window ({window(lm.model)})"
-    eng = _engine(lm, P, _pot_config(cfg, "full"), P.catalyst("general"))
-    sources, read_s = _read(eng, lm, doc["path"])
-    text = lm.tokenizer.decode(eng.pot.tok[0, 0, eng.pot.n_pinned:].tolist(), skip_special_tokens=True)
+    s = Session.start(lm, _pot_config(cfg, "full"), Catalyst("general"))
+    s.read(_open(doc))
     for q in qs:
-        rec = answer_one(lm, P, eng, q, "whole", cfg, sources, text)
-        emit(dict(rec, read_s=round(read_s, 2), tokens=eng.tokens_read))
+        emit(record(q, "whole", s, _ask(s, q, cfg), s.read_s))
     return None
 
 
-def run_words(lm, P, cfg, doc, qs, emit):
-    from ..documents import open_source
+class _Chunks:
+    """A document source made of chosen text chunks (the words baseline): what Session.read reads."""
 
-    src = open_source(doc["path"], "auto")
+    format = "text"
+
+    def __init__(self, path: str, chunks: list[tuple[str, str]]):
+        self.path, self.chunks, self.size_bytes, self.units, self.warnings = path, chunks, None, {}, []
+        self.content_hash = None
+        self.name = path
+
+    def passages(self):
+        from ..documents.base import Passage
+
+        return iter([Passage(text, where or "passage") for text, where in self.chunks])
+
+
+def run_words(lm, cfg, doc, qs, emit):
+    """Baseline: the document's best-matching ~40-word chunks for the question by BM25, up to `final_keep`
+    tokens (default 512), in document order, given to the model alone (method full)."""
+    from ..session import Catalyst, Session
+
+    src = _open(doc)
     chunks = text_chunks((p.text, p.where) for p in src.passages())
-    full_text = "\n".join(c for c, _ in chunks)
     budget = cfg.final_keep or 512
     sizes = [len(lm.tokenizer.encode(c, add_special_tokens=False)) for c, _ in chunks]
     for q in qs:
@@ -352,14 +340,9 @@ def run_words(lm, P, cfg, doc, qs, emit):
             if used + sizes[i] <= budget:
                 chosen.append(i)
                 used += sizes[i]
-        eng = _engine(lm, P, _pot_config(cfg, "full"), P.catalyst("general"))
-        t0 = time.perf_counter()
-        for i in sorted(chosen):
-            eng.feed(lm.tokenizer.encode("\n\n" + chunks[i][0], add_special_tokens=False), chunks[i][1] or "passage")
-        eng.finish()
-        read_s = time.perf_counter() - t0
-        rec = answer_one(lm, P, eng, q, "words", cfg, [(doc["path"], eng.tokens_read)], full_text)
-        emit(dict(rec, read_s=round(read_s, 2), tokens=eng.tokens_read))
+        s = Session.start(lm, _pot_config(cfg, "full"), Catalyst("general"))
+        s.read(_Chunks(doc["path"], [chunks[i] for i in sorted(chosen)]))
+        emit(record(q, "words", s, _ask(s, q, cfg), s.read_s))
 
 
 RUNNERS: dict[str, Callable] = {"direct": run_direct, "read-then-ask": run_read_then_ask, "whole": run_whole,
@@ -368,9 +351,6 @@ RUNNERS: dict[str, Callable] = {"direct": run_direct, "read-then-ask": run_read_
 
 def run_qa(lm, cfg: QAConfig, on_record: Callable[[dict], None], log: Callable[[str], None]) -> list[dict]:
     """Every (document, flow) of the config; each record goes to `on_record` as it comes. Returns skip notes."""
-    from ..prompts import Prompts
-
-    P = Prompts(lm.tokenizer)
     table, questions = load_corpus(cfg.corpus)
     skipped = []
     for doc, qs in pick(table, questions, cfg):
@@ -387,7 +367,7 @@ def run_qa(lm, cfg: QAConfig, on_record: Callable[[dict], None], log: Callable[[
                 on_record(rec)
 
             try:
-                why = RUNNERS[flow](lm, Prompts(lm.tokenizer), cfg, doc, qs, emit)
+                why = RUNNERS[flow](lm, cfg, doc, qs, emit)
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # noqa: BLE001 - one document's failure does not end the bench
@@ -408,11 +388,8 @@ def _rate(xs: list) -> float | None:
     return round(sum(bool(x) for x in xs) / len(xs), 3) if xs else None
 
 
-def summarize(records: list[dict], rules=None) -> list[dict]:
+def summarize(records: list[dict]) -> list[dict]:
     """One row per (document, flow) and one per flow over all documents ("all")."""
-    from ..evidence import DEFAULT_RULE, RULES
-
-    rules = rules or RULES
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in records:
         groups.setdefault((r["doc"], r["flow"]), []).append(r)
@@ -422,21 +399,21 @@ def summarize(records: list[dict], rules=None) -> list[dict]:
         ans = [r for r in rs if not r["unanswerable"]]
         una = [r for r in rs if r["unanswerable"]]
         row = {"doc": doc, "flow": flow, "questions": len(rs), "answerable": len(ans),
-               "accuracy": _rate([r["correct"] for r in ans]),
-               "accuracy_guess": _rate([r["correct_guess"] for r in ans]),
-               "in_context": _rate([r["in_context"] for r in ans]),
-               "evidence_recall": _rate([r["evidence_recall"].get(DEFAULT_RULE) for r in ans]),
-               "evidence_recall_by_rule": {k: _rate([r["evidence_recall"].get(k) for r in ans]) for k in rules},
-               "invented": _rate([bool(r["invented"]) for r in rs if r["invented"] is not None]),
-               "invented_shown": _rate([bool(r["invented"]) and not r["withheld"] for r in rs
-                                        if r["invented"] is not None]),
+               "right": _rate([r["correct"] for r in ans]),
+               "line_holds": _rate([r["line_holds"] for r in ans]),
+               "right_guess": _rate([r["correct_guess"] for r in ans]),
+               "evidence_recall": _rate([r["evidence_recall"] for r in ans]),
+               "how": dict(Counter(r["how"] for r in rs)),
+               "non_answers": sum(bool(r["non_answer"]) for r in rs),
+               "invented": sum(bool(r["invented"]) for r in rs if r["invented"] is not None),
+               "invented_shown": sum(bool(r["invented_shown"]) for r in rs if r["invented_shown"] is not None),
                "withheld": _rate([r["withheld"] for r in rs]),
-               "false_refusal": _rate([r["refused"] for r in ans if r["correct_guess"]]),
+               "right_withheld": sum(bool(r["withheld"] and r["correct_guess"]) for r in ans),
                "refusal_unanswerable": _rate([r["refused"] for r in una]) if una else None,
                "answer_s": round(sum(r["answer_s"] for r in rs) / len(rs), 2)}
         rows.append(row)
     order = {f: i for i, f in enumerate(FLOWS + BASELINES)}
-    rows.sort(key=lambda r: (r["doc"] == "all", r["doc"], order.get(r["flow"].split("+")[0], 9), r["flow"]))
+    rows.sort(key=lambda r: (r["doc"] == "all", r["doc"], order.get(r["flow"], 9), r["flow"]))
     return rows
 
 
@@ -446,22 +423,13 @@ def _pct(x) -> str:
 
 def markdown(rows: list[dict], meta: dict) -> str:
     """The findings table (per document and flow, then per flow over all documents) as markdown."""
-    from ..evidence import RULES
-
-    head = ("| document | flow | questions | accuracy | (guess) | answer in context | evidence recall | invented "
-            "(guess) | invented (shown) | withheld | false refusals | refusals, unanswerable |")
+    head = ("| document | flow | questions | right | answer line holds it | evidence holds it | non-answers shown "
+            "| invented (shown) | right guesses withheld | unanswerable refused | answer s |")
     lines = [f"# bench qa — {meta.get('model', '')}", "",
-             f"config: `{json.dumps(meta.get('config', {}), default=str)}`", "", head,
-             "|" + "---|" * 12]
+             f"config: `{json.dumps(meta.get('config', {}), default=str)}`", "", head, "|" + "---|" * 11]
     for r in rows:
-        lines.append(f"| {r['doc']} | {r['flow']} | {r['questions']} | {_pct(r['accuracy'])} | "
-                     f"{_pct(r['accuracy_guess'])} | {_pct(r['in_context'])} | {_pct(r['evidence_recall'])} | "
-                     f"{_pct(r['invented'])} | {_pct(r['invented_shown'])} | {_pct(r['withheld'])} | "
-                     f"{_pct(r['false_refusal'])} | {_pct(r['refusal_unanswerable'])} |")
-    lines += ["", "Evidence recall by rule (all documents):", "", "| flow | " + " | ".join(RULES) + " |",
-              "|---|" + "---|" * len(RULES)]
-    for r in rows:
-        if r["doc"] == "all":
-            lines.append(f"| {r['flow']} | " + " | ".join(_pct(r["evidence_recall_by_rule"].get(k)) for k in RULES)
-                         + " |")
+        lines.append(f"| {r['doc']} | {r['flow']} | {r['questions']} | {_pct(r['right'])} | "
+                     f"{_pct(r['line_holds'])} | {_pct(r['evidence_recall'])} | {r['non_answers']} | "
+                     f"{r['invented']} ({r['invented_shown']}) | {r['right_withheld']} | "
+                     f"{_pct(r['refusal_unanswerable'])} | {r['answer_s']} |")
     return "\n".join(lines) + "\n"

@@ -285,7 +285,8 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, length, progress) -> dict:
     kv_read = eng.pot.kv_bytes()
     phase[0] = "answer"
     t1 = time.perf_counter()
-    session.ask(QUESTION, max_new_tokens=cfg.gen_tokens, stop=False, guard=False)  # exactly gen_tokens: no stop token, no early end
+    session.ask(QUESTION, max_new_tokens=cfg.gen_tokens, stop=False, guard=False,
+                from_pot=True)  # the answer step over the pot, exactly gen_tokens: no stop token, no early end
     sync(dev)
     t2 = time.perf_counter()
     close_display(display)

@@ -1,0 +1,170 @@
+"""Answering a question from the document as read: find the passages, let the model write, check what it wrote.
+
+A small model shown the right passage still often misses its answer: it restates the question ("The document
+above contains the answer to the question."), names the wrong one of two options, or a number from the line
+above. So an answer is made in three steps, each measured (docs/results/qa.md):
+
+1. **Find** (retrieve.py): the question's best passages in the whole document as read (the pot + its archive).
+2. **Write**: the model answers over those passages alone, re-encoded (Engine.answer_over), greedy, with the
+   decoding controls `ask` uses (controls.py: first sentence, no loops).
+3. **Check** against the passages: when the question asks for a kind of thing (an option, a number, a version,
+   an identifier...: spans.py), the spans of that kind in the passages are ranked by how close they stand to
+   the question's words. The model's answer stands when it names the best of them (or one as close), or names
+   none where none stands out. It gives way to the best span, shown with the sentence it comes from, when it
+   names a weaker one or none where a strong one stands. An answer naming a number, name or identifier its
+   passages lack (honesty.py), or saying they lack the answer, gives way to a strong span, else to "The document
+   does not seem to say."; one that names nothing beyond the question, to the best span or sentence.
+
+    reply = answer(engine, prompts, question, sources, max_new_tokens=256)
+    reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
+    reply.how      # "written" | "extracted" | "quoted" | "not-said"
+    reply.short    # what answers: the model's sentence, the span, or the quoted sentence
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import evidence as ev
+from . import honesty, retrieve, spans
+from .archive import STOPWORDS, words
+
+MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
+WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
+SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident")  # not a quoted word
+STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
+OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
+# words that say something about the document or the question rather than answer it
+_FILLER = frozenset(words("document documents text passage manual page above below answer answers question "
+                          "questions contain contains contained state states stated mention mentions mentioned "
+                          "suggest suggests suggested say says describe describes provide provides discuss "
+                          "discusses explain explains refer refers ask asks asking information following end ends "
+                          "require requires response"))
+_QUOTED = re.compile(r"[\"\u201c'`]([^\"\u201d'`\n]{1,40})[\"\u201d'`]")
+
+
+@dataclass
+class Reply:
+    text: str                  # the answer line
+    how: str                   # "written" | "extracted" | "quoted" | "not-said"
+    short: str                 # the model's sentence, the span taken from the document, or the quoted sentence
+    written: str               # what the model wrote
+    quote: dict | None = None  # the document sentence shown: {"text", "source", page/chapter/section/line}
+    unsupported: list | None = None  # "not-said": what the model named that its passages do not contain
+
+
+def new_words(answer: str, question: str) -> list[str]:
+    """The content words of `answer` that the question does not have (quoted words count even when it has
+    them: 'The password is "live".'), filler about the document left out."""
+    asked = set(words(question))
+    out = [w for w in words(answer) if w not in STOPWORDS and w not in asked and w not in _FILLER]
+    for q in _QUOTED.findall(answer):
+        out += [w for w in words(q) if w not in STOPWORDS]
+    return list(dict.fromkeys(out))
+
+
+_DOCUMENT = r"(?:based on the document,? )?(?:the|this) (?:document|text|manual|page|passage)\b"
+_REPORTS = re.compile(_DOCUMENT + r" (?:states|mentions|says|notes|explains|suggests|recommends|indicates|shows)"
+                      r"(?: that)?\s+")
+_ABOUT = re.compile(_DOCUMENT)
+
+
+def _about_document(low: str) -> bool:
+    """Whether a (lower-case) answer tells about the document rather than what it says: "the document provides
+    a description of ...", "the document mentions that the document ...", not "the document states that X"."""
+    m = _REPORTS.match(low)
+    return bool(_ABOUT.match(low[m.end():] if m else low))
+
+
+def non_answer(answer: str, question: str) -> bool:
+    """An answer that names nothing beyond the question (a restatement, "The document above contains the
+    answer to the question."), tells about the document instead of answering ("The document provides a detailed
+    description of ..."; "The document mentions that ..." reports an answer and is one), or asks a question back
+    ("Question: What is ...?")."""
+    text = answer.strip()
+    low = text.lower()
+    return (not new_words(text, question) or text.endswith("?") or low.startswith("question:")
+            or _about_document(low))
+
+
+def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[float, int]]:
+    """(weight, unit) of the sentences to look for spans in: each passage's top unit, then its other units and
+    its part's heading (a little less), passages weighted by their score relative to the best."""
+    if not found:
+        return []
+    best = max(found[0].score, 1e-9)
+    out = []
+    for f in found:
+        w = f.score / best
+        out.append((w, f.top))
+        out += [(w - 0.5, u) for u in f.units if u != f.top]
+        if f.heading is not None:  # the part's heading: "Noteworthy changes in release 8.26"
+            out.append((w - 0.5, f.heading))
+    return out
+
+
+def decide(question: str, written: str, found: list[retrieve.Found], texts: list[str]
+           ) -> tuple[str, str, int | None, list[str]]:
+    """(how, short, unit, unsupported): keep the model's answer ("written"), take a span of the passages
+    ("extracted"), quote the best sentence ("quoted") or say the document does not seem to say it ("not-said");
+    `unit` is the sentence a span or quote comes from, `unsupported` what the model named that its passages do
+    not contain."""
+    want = spans.wanted(question)
+    sents = _sentences(found, texts)
+    cands: list[tuple[float, spans.Span, int]] = []  # (score, span, unit), best first
+    if want.typed:
+        for w, u in sents:
+            cands += [(s.score + w, s, u) for s in spans.spans(texts[u], want, question)]
+        cands.sort(key=lambda c: -c[0])
+    best = cands[0] if cands else None
+    strong = best is not None and best[1].score >= STRONG
+    own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
+    invented = honesty.unsupported(written, question, " ".join(texts[u] for _, u in sents))
+    if invented or honesty.refused(written):  # the model named what its passages lack, or said they lack it
+        return ("extracted", best[1].text, best[2], invented) if strong else ("not-said", "", None, invented)
+    if own and own[0][0] >= best[0] - MARGIN:
+        return "written", written, None, []  # the model named a span that stands as close to the question
+    if non_answer(written, question):  # the passage's strong span, else its best sentence
+        if strong:
+            return "extracted", best[1].text, best[2], []
+        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+    if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
+        return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
+    return "written", written, None, []
+
+
+def quote_line(short: str, how: str, sentence: str, label: str) -> str:
+    """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
+    they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
+    said = f"{OPEN_QUOTE}{' '.join(sentence.split())}{CLOSE_QUOTE}" + (f" [{label}]" if label else "")
+    return said if how == "quoted" else f"{short} \u2014 {said}"
+
+
+def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62
+           ) -> Reply | None:
+    """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
+    the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
+    written from. None when the document is not held whole (the caller answers from
+    the pot as the paper does)."""
+    got = retrieve.passages(engine, question, sources)
+    if got is None:
+        return None
+    found, (d_src, seg, texts) = got
+    src, ids = retrieve.context(engine, found[:WRITE_FROM], (d_src, seg, texts), prompts.encode("\n\n"), room)
+    written = write(src, ids)
+    how, short, unit, invented = decide(question, written, found, texts)
+    if how == "not-said":
+        return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented)
+    if unit is None:
+        return Reply(written, how, short, written)
+    pos = d_src[seg == unit]
+    start = int(pos.min()) if pos.numel() else 0
+    source, where = ev.locate(engine, start, sources)
+    sentence = texts[unit]
+    if "line" in where:  # the unit may start with the line break before its first word
+        where["line"] += len(sentence) - len(sentence.lstrip("\n"))
+    label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
+    quote = {"text": " ".join(sentence.split()), "source": source, **where}
+    return Reply(quote_line(short, how, sentence, label), how, short, written, quote)

@@ -1,0 +1,188 @@
+"""The passages of the document a question is about, found in the document as read (the pot and its archive).
+
+After a read the pot holds C..M entries, and the archive (archive.py) the token ids of everything distillation
+evicted: together every token read (with InfiniPot's shared sentence selection). A question is answered from
+the passage that matches it best, not from the whole pot: a 135M model answers best when shown little,
+coherent, relevant text (docs/results/qa.md).
+
+The document is cut into units (sentences, and lines for man pages and changelogs: evidence.units), each ranked
+by BM25 over the question's content words, the words of the heading of the part it belongs to counting too
+(outline.py: a changelog entry's release, a man page's section), at half weight. A passage is a top unit widened
+by the units around it up to about WIDTH tokens (never across the start of another source), so a line such as
+"-J, --xz" comes with its description and a sentence with the one that names its subject; it is read under its
+part's heading, so "b2sum is added" comes with "Noteworthy changes in release 8.26".
+
+    found, (src, seg, texts) = passages(engine, question, sources, n=2)      # [Found], best first
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from . import evidence as ev
+from .outline import from_labels, from_text
+
+PASSAGES = 2       # passages found for a question (the model writes from the first, spans come from both)
+WIDTH = 64         # tokens a passage is widened to around its top unit, about
+SIDE_UNITS = 2     # units with text taken on each side at most
+HEADING_WEIGHT = 0.5  # a part heading's words count this much in its units' scores
+
+
+@dataclass
+class Found:
+    """One passage: document positions [start, stop), its units (indices into the document's units, in
+    document order), the top unit it was found by, its score, and the unit of its part's heading (None: none,
+    or inside the passage)."""
+
+    start: int
+    stop: int
+    units: list[int]
+    top: int
+    score: float
+    heading: int | None = None
+    core: tuple[int, int] | None = None  # [start, stop) of the top unit and the unit with text on each side
+
+
+def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
+    at, out = 0, []
+    for _, n in sources:
+        out.append(at)
+        at += n
+    return out
+
+
+def headings(engine, first: torch.Tensor, texts: list[str]) -> torch.Tensor:
+    """(K,) for every unit, the unit holding the heading of the part it belongs to (-1: none): the readers'
+    section labels (PDF outline, HTML sections, EPUB chapters), else heading lines of plain text (outline.py)."""
+    K = len(texts)
+    parts = from_labels(engine.provenance)
+    if len(parts) < 2:
+        parts = from_text(first.tolist(), texts)
+    out = torch.full((K,), -1, dtype=torch.long)
+    if not parts:
+        return out
+    starts = torch.tensor([p.start for p in parts], dtype=torch.long)
+    unit_of = torch.searchsorted(first, starts, right=True) - 1               # the unit where each part starts
+    part = torch.searchsorted(starts, first, right=True) - 1                  # (K,) the part each unit is in
+    held = part >= 0
+    out[held] = unit_of[part[held]].clamp_min(0)
+    return out
+
+
+def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
+    """(K,) score of every unit: BM25 over the question's content words (idf over the units), plus
+    HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question attention
+    beside the words measured worse (docs/results/qa.md), so the words alone rank."""
+    w = ev.word_scores(texts, question)
+    if heading is None:
+        return w
+    h = heading.clamp_min(0)
+    return w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
+
+
+def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES
+             ) -> tuple[list[Found], tuple] | None:
+    """The `n` best passages for `question` (best first) and the document's units (src, seg, texts) they index;
+    None when the pot and its archive do not hold the whole document (a per-head pot, an interrupted read)."""
+    doc = ev.document_units(engine)
+    if doc is None:
+        return None
+    src, seg, texts = doc
+    K = len(texts)
+    if K == 0:
+        return [], doc
+    first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # (K,) first position
+    last = torch.zeros(K, dtype=torch.long).scatter_reduce(0, seg, src, "amax")              # (K,) last position
+    size = torch.bincount(seg, minlength=K)                                                # (K,) tokens
+    heading = headings(engine, first, texts)
+    scores = rank(texts, question, heading)
+    starts = set(_source_starts(sources)[1:])
+
+    def joins(lo: int, hi: int) -> bool:  # units lo < hi next to each other in the document and one source
+        return int(last[lo]) + 1 == int(first[hi]) and int(first[hi]) not in starts
+
+    out: list[Found] = []
+    used: set[int] = set()
+    for k in scores.argsort(descending=True).tolist():
+        if len(out) >= n or float(scores[k]) <= 0:
+            break
+        if k in used or not texts[k].strip():
+            continue
+        group, tokens = [k], int(size[k])
+        ends = {-1: k, 1: k}
+        sides = {-1: 0, 1: 0}
+        grew = True
+        while grew and tokens < WIDTH:  # the unit after, then the one before, while they join and fit
+            grew = False
+            for step in (1, -1):
+                j = ends[step] + step
+                if not (0 <= j < K) or j in used or sides[step] >= SIDE_UNITS:
+                    continue
+                if not joins(min(j, ends[step]), max(j, ends[step])) or tokens + int(size[j]) > 2 * WIDTH:
+                    continue
+                group.append(j)
+                ends[step] = j
+                tokens += int(size[j])
+                sides[step] += bool(texts[j].strip())
+                grew = True
+        group.sort()
+        used.update(group)
+        h = int(heading[k])
+        core = _core(group, k, texts)
+        out.append(Found(int(first[group[0]]), int(last[group[-1]]) + 1, group, k, float(scores[k]),
+                         None if h < 0 or h in group else h, (int(first[core[0]]), int(last[core[-1]]) + 1)))
+    return out, doc
+
+
+def _core(group: list[int], k: int, texts: list[str]) -> list[int]:
+    """The top unit `k` of a passage's units `group` and the nearest unit with text on each side (with the blank
+    ones between): what the model writes from."""
+    i = group.index(k)
+    lo, hi = i, i
+    while lo > 0:
+        lo -= 1
+        if texts[group[lo]].strip():
+            break
+    while hi < len(group) - 1:
+        hi += 1
+        if texts[group[hi]].strip():
+            break
+    return group[lo:hi + 1]
+
+
+def context(engine, found: list[Found], doc: tuple, sep: list[int], room: int = 1 << 62, core: bool = True,
+            heading: bool = False) -> tuple[torch.Tensor, list[int]]:
+    """(src (N,), ids (N,)) of the passages in document order (`core`: their top unit with a unit on each side;
+    `heading`: each after its part's heading), separated by `sep` (a blank line's tokens, given the position of
+    what they lead into), at most `room` tokens (the best passage first, a passage cut at its end): the text an
+    answer is written from."""
+    d_src, seg, _ = doc
+    pieces: list[tuple[int, int]] = []  # document [start, stop) ranges, in the order they are shown
+    left = room
+    for f in found:  # best first, within the room
+        body = f.core if core and f.core else (f.start, f.stop)
+        for a, b in ([_span(d_src, seg, f.heading)] if heading and f.heading is not None else []) + [body]:
+            n = min(b - a, left - len(sep))
+            if n <= 0:
+                break
+            if (a, a + n) not in pieces:
+                pieces.append((a, a + n))
+                left -= n + len(sep)
+    src: list[int] = []
+    ids: list[int] = []
+    for i, (a, b) in enumerate(sorted(pieces)):
+        toks = ev.document_tokens(engine, a, b) or []
+        if i and sep:
+            ids += sep
+            src += [a] * len(sep)
+        ids += toks
+        src += range(a, a + len(toks))
+    return torch.tensor(src, dtype=torch.long), ids
+
+
+def _span(d_src: torch.Tensor, seg: torch.Tensor, unit: int) -> tuple[int, int]:
+    pos = d_src[seg == unit]
+    return int(pos.min()), int(pos.max()) + 1

@@ -1,0 +1,72 @@
+"""Answering from the document's passages (answering.py, retrieve.py): the model's answer checked against them."""
+
+import torch
+
+from infinipot_cli import answering, retrieve
+
+
+def found(texts, top, score=1.0):
+    return retrieve.Found(0, 0, [u for u in (top - 1, top, top + 1) if 0 <= u < len(texts)], top, score)
+
+
+MAN = ["OPTIONS\n", " -j, --bzip2\n    Filter the archive through bzip2(1).\n",
+       " -J, --xz\n    Filter the archive through xz(1).\n", " --lzip Filter the archive through lzip(1).\n"]
+
+
+def test_a_span_replaces_an_answer_that_misses_it():
+    q = "Which short option filters the archive through xz?"
+    how, short, unit, _ = answering.decide(q, "The document asks to filter the archive through xz.", [found(MAN, 2)], MAN)
+    assert (how, short, unit) == ("extracted", "-J", 2)
+
+
+def test_the_models_answer_stands_when_it_names_the_passages_span():
+    q = "Which short option filters the archive through xz?"
+    how, short, _, _ = answering.decide(q, "The option -J filters the archive through xz.", [found(MAN, 2)], MAN)
+    assert how == "written" and short.startswith("The option -J")
+
+
+def test_the_wrong_one_of_two_options_is_replaced():
+    q = "Which short option filters the archive through xz?"
+    how, short, _, _ = answering.decide(q, "Use -j to filter the archive through xz.", [found(MAN, 2)], MAN)
+    assert (how, short) == ("extracted", "-J")
+
+
+def test_a_non_answer_is_replaced_by_the_passage_sentence():
+    texts = ["Intro.\n", "The keeper's cat was named Biscuit.\n", "She was ginger.\n"]
+    q = "What was the keeper's cat called?"  # names no kind of span: the sentence is quoted
+    how, short, unit, _ = answering.decide(q, "The document above contains the answer to the question.",
+                                           [found(texts, 1)], texts)
+    assert (how, unit) == ("quoted", 1) and "Biscuit" in short
+    assert answering.non_answer("The document above contains the answer to the question.", q)
+    assert not answering.non_answer("The cat was called Biscuit.", q)
+
+
+def test_an_untyped_answer_in_the_passages_words_stands():
+    texts = ["Intro.\n", "For example, group proxy is used by pdnsd, and squid runs as user proxy.\n", "\n"]
+    q = "As which user does squid run?"
+    how, short, _, _ = answering.decide(q, "Squid runs as the proxy user.", [found(texts, 1)], texts)
+    assert how == "written"
+
+
+def test_an_answer_naming_what_its_passages_lack_is_withheld():
+    texts = ["Intro.\n", "ASN1_MAX_NAME_SIZE is the maximum number of characters of an identifier.\n", "\n"]
+    q = "What is the numeric value of ASN1_MAX_NAME_SIZE?"
+    how, short, _, bad = answering.decide(q, "The numeric value of ASN1_MAX_NAME_SIZE is 64.", [found(texts, 1)], texts)
+    assert how == "not-said" and bad == ["64"]
+    how, *_ = answering.decide(q, "The document does not say.", [found(texts, 1)], texts)
+    assert how == "not-said"
+
+
+def test_the_answer_line_quotes_the_document():
+    line = answering.quote_line("-J", "extracted", " -J, --xz\n  Filter the archive through xz(1).\n",
+                                "tar.1.txt · line 612")
+    assert line == "-J \u2014 \u201c-J, --xz Filter the archive through xz(1).\u201d [tar.1.txt · line 612]"
+    assert answering.quote_line("s", "quoted", "A sentence.", "").startswith("\u201cA sentence.")
+
+
+def test_an_answer_about_the_document_is_no_answer():
+    q = "What does asn1_check_version return if the library is too old?"
+    assert answering.non_answer("The document provides a detailed description of the asn1_check_version function.", q)
+    assert answering.non_answer("The document mentions that the document was uploaded by a user.", q)
+    assert answering.non_answer("Question: What does asn1_check_version return?", q)
+    assert not answering.non_answer("The document states that it returns NULL.", q)

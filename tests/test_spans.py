@@ -1,0 +1,77 @@
+"""What a question asks for, and the spans of a sentence that answer it (spans.py): no model involved."""
+
+import pytest
+
+from infinipot_cli import spans
+
+
+@pytest.mark.parametrize("question,head,first", [
+    ("Which short option filters the archive through xz?", "option", "option"),
+    ("Which exit code does tar use for a fatal, unrecoverable error?", "code", "number"),
+    ("What is gzip's default compression level?", "level", "number"),
+    ("What is the default value of raiseExceptions?", "value", "number"),
+    ("Which environment variable can hold the daemon password?", "variable", "quoted"),
+    ("Which CVE did gzip 1.12-1 address?", None, None),
+    ("In which release did the numfmt program first appear?", "release", "version"),
+    ("When was coreutils 9.1 released?", "date", "date"),
+    ("How many packages does the main archive contain?", "number", "number"),
+    ("Who uploaded gzip 1.12-1?", "owner", "name"),
+    ("Where does 'make install' put bash?", "location", "path"),
+    ("To which email address can bug reports be mailed?", "email", "email"),
+])
+def test_the_question_names_what_answers_it(question, head, first):
+    want = spans.wanted(question)
+    assert want.head == head and (want.kinds[0] if want.kinds else None) == first, want
+
+
+@pytest.mark.parametrize("question", [
+    "What does rsync's exit code 23 mean?",          # a description, not a code
+    "What should logging._srcfile be set to to avoid calling sys._getframe()?",
+    "How do I undo an undo in Vim?",
+])
+def test_questions_that_do_not_name_a_kind(question):
+    assert not spans.wanted(question).typed
+
+
+def test_short_and_long_options():
+    line = " -J, --xz\n              Filter the archive through xz(1).\n"
+    short = spans.spans(line, spans.wanted("Which short option filters the archive through xz?"),
+                        "Which short option filters the archive through xz?")
+    assert short[0].text == "-J"
+    q = "Which long option filters the archive through xz?"
+    assert spans.spans(line, spans.wanted(q), q)[0].text == "--xz"
+
+
+def test_spans_of_each_kind():
+    def best(sentence, question):
+        got = spans.spans(sentence, spans.wanted(question), question)
+        return got[0].text if got else None
+
+    assert best("If a warning occurs, exit status is 2.", "What exit status does gzip return on a warning?") == "2"
+    assert best("This is version 0.21 of the specification.", "Which version of the specification is this?") == "0.21"
+    assert best("coreutils 9.1 was released on 2022-04-15.", "When was coreutils 9.1 released?") == "2022-04-15"
+    assert best("You can avoid the prompt by setting the environment variable RSYNC_PASSWORD to the password.",
+                "Which environment variable can hold the daemon password?") == "RSYNC_PASSWORD"
+    assert best("The update-passwd tool keeps the entries in sync.", "Which tool keeps the entries in sync?") \
+        == "update-passwd"
+    assert best("For example, squid runs as user proxy.", "As which user does squid run?") is None  # no kind: the model says it
+    assert best("press CTRL-R (redo) to reverse the preceding command", "Which key redoes a change?") == "CTRL-R"
+    assert best("Send suggestions to bug-bash@gnu.org please.", "To which email address can bugs be mailed?") \
+        == "bug-bash@gnu.org"
+
+
+def test_what_the_question_names_is_not_its_answer():
+    q = "Which option does --archive stand for?"
+    assert all(s.text != "--archive" for s in spans.spans("--archive, -a  archive mode", spans.wanted(q), q))
+
+
+def test_headings_and_placeholders_are_not_answers():
+    q = "Which exit code does tar use for a fatal error?"
+    assert spans.spans("RETURN VALUE\n", spans.wanted(q), q) == []
+    q = "How many deletions does --max-delete=NUM allow?"
+    assert spans.spans("--max-delete=NUM  don't delete more than NUM files", spans.wanted(q), q) == []
+
+
+def test_contains_matches_whole_words():
+    assert spans.contains("use -c to create", "-c") and not spans.contains("use --create", "-c")
+    assert spans.contains("the proxy user.", "proxy") and not spans.contains("proxying", "proxy")
