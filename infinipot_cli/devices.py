@@ -127,6 +127,13 @@ class Tally:
                 self._pending.append((name, sign, s))
             else:
                 self._sec[name] += sign * s
+        if len(self._pending) > 1024:  # a long read: sum the spans already finished, without waiting
+            done = 0
+            while done < len(self._pending) and self._pending[done][2][1].query():
+                done += 1
+            for n, sg, sp in self._pending[:done]:
+                self._sec[n] += sg * seconds(sp)
+            del self._pending[:done]
 
     def settle(self) -> None:
         pending, self._pending[:] = list(self._pending), []

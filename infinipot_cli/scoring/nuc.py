@@ -28,7 +28,9 @@ import math
 
 import torch
 
-BLOCK = 256  # hidden-state rows projected at once
+BLOCK = 256  # hidden-state rows projected at once on the CPU (in cache)
+ROW_BLOCK = {"cpu": BLOCK}  # rows per product by device type (others: DEFAULT_ROW_BLOCK: fewer launches on a GPU)
+DEFAULT_ROW_BLOCK = 1024
 BUDGET_R = 0.38  # at most this many head rows x hidden size per body parameter: c r / (1 + c r) <= ~15 %
 VOCAB_BLOCK = {"cpu": 4096}  # vocabulary rows per product by device type (others: DEFAULT_VOCAB_BLOCK)
 DEFAULT_VOCAB_BLOCK = 65536  # on a GPU: few launches, bounded temporaries
@@ -179,8 +181,9 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
     sampled = _sample_for(model, w) if sample and nll is _nll else None
     if sampled is not None:
         nll = sampled.nll
-    for s in range(0, preds.shape[0], BLOCK):
-        out.append(nll(model, preds[s:s + BLOCK], targets[s:s + BLOCK]))
+    rows = ROW_BLOCK.get(preds.device.type, DEFAULT_ROW_BLOCK)  # rows are independent: the same values either way
+    for s in range(0, preds.shape[0], rows):
+        out.append(nll(model, preds[s:s + rows], targets[s:s + rows]))
     res = torch.cat(out) if out else torch.zeros(0, device=ids.device)
     assert res.shape[0] == t
     return res
