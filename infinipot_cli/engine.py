@@ -64,13 +64,12 @@ class Event:
     kept_src: torch.Tensor | None = None
 
 
-TIMED = ("forward", "nuc", "cap", "select", "rerotate", "answer")
-
-
-def Timings() -> Tally:
+class Timings(Tally):
     """Seconds per phase of the reading loop (attributes and `as_dict()`): device time from devices.Clock spans,
     so the timers never wait for the device."""
-    return Tally(TIMED)
+
+    def __init__(self):
+        super().__init__(("forward", "nuc", "cap", "select", "rerotate", "answer"))
 
 
 class Engine:

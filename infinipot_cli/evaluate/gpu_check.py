@@ -247,11 +247,13 @@ def environment(device: str) -> dict:
 
 
 def builtin_available() -> bool:
-    """The built-in model's real weights are here: converted already, or its GGUF installed to convert."""
+    """The built-in model's real weights are here: converted already, or its GGUF installed to convert (a converted
+    folder without weights is the tokenizer alone, carried for the synthetic models: bench/gpu-check.sh)."""
     from ..models import cache_dir
 
-    if (cache_dir() / "models" / "SmolLM2-135M-Instruct" / "model.safetensors").is_file():
-        return True
+    folder = cache_dir() / "models" / "SmolLM2-135M-Instruct"
+    if (folder / "infinipot.json").is_file():
+        return (folder / "model.safetensors").is_file()
     try:
         from ..model import builtin_gguf_path
 
