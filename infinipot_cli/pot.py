@@ -164,7 +164,7 @@ class MemoryPot:
         S = len(self)
         keys_all, values_all = self.cache.stacked(S)  # (L, 1, H, S, D) views
         step = 1 if on_host(idx) else L
-        kv = []
+        kv, memo = [], {}  # memo: a shared row's rotation, computed once for all the slices
         for a in range(0, L, step):
             layers = slice(a, min(L, a + step))
             k_in, v_in = keys_all[layers], values_all[layers]
@@ -177,11 +177,11 @@ class MemoryPot:
                 values = v_in.gather(3, ix.expand(*ix.shape[:4], v_in.shape[-1]))
                 old = idx[layers]
             if rerotate:
-                keys = self.rerotator.to_front(keys, old, layers)
-            kv.append((keys, values))
-        keys, values = (kv[0][0], kv[0][1]) if len(kv) == 1 else (torch.cat([k for k, _ in kv]), torch.cat([v for _, v in kv]))
+                keys = self.rerotator.to_front(keys, old, layers, memo)
+            kv.append((layers, keys, values))
         meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx), self.acc.gather(-1, idx))
         with deferred_interrupt():
-            self.cache.assign(keys, values)
+            for layers, keys, values in kv:
+                self.cache.assign(keys, values, layers)
             self.src, self.tok, self.nov, self.acc = meta
             self.n_distilled = K

@@ -137,12 +137,12 @@ class PotCache(Cache):
         n = self.filled() if n is None else n
         return self.k[:, :, :, :n], self.v[:, :, :, :n]
 
-    def assign(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Every layer holds `keys`/`values` (L, B, H_kv, n, D), written to rows 0..n-1 (a new tensor, not a view of
-        the buffer)."""
+    def assign(self, keys: torch.Tensor, values: torch.Tensor, layers: slice = slice(None)) -> None:
+        """The layers `layers` (default: all) hold `keys`/`values` (l, B, H_kv, n, D), written to rows 0..n-1 (new
+        tensors, not views of the buffer)."""
         n = keys.shape[-2]
         self.reserve(n)
-        self.k[:, :, :, :n].copy_(keys)
-        self.v[:, :, :, :n].copy_(values)
-        for layer in self.layers:
+        self.k[layers, :, :, :n].copy_(keys)
+        self.v[layers, :, :, :n].copy_(values)
+        for layer in self.layers[layers]:
             layer.length = n

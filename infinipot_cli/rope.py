@@ -75,14 +75,22 @@ class Rerotator:
         return cos.float(), sin.float()
 
     @torch.no_grad()
-    def to_front(self, keys: torch.Tensor, old_pos: torch.Tensor, layers: slice) -> torch.Tensor:
+    def to_front(self, keys: torch.Tensor, old_pos: torch.Tensor, layers: slice, memo: dict | None = None
+                 ) -> torch.Tensor:
         """CR-RoPE for the layers `layers` at once: keys (l, B, H, K, D) at positions old_pos (l|1, H|1, K) ->
         the same keys at positions 0..K-1 (a new tensor). One rotation per layer type among them, the shifts of
         every layer and head as one batch; nothing moves when no shift is non-zero (checked on the CPU only, where
-        it is free: on an accelerator a zero shift rotates by the identity, the same values)."""
+        it is free: on an accelerator a zero shift rotates by the identity, the same values). `memo`: a dict kept
+        over the calls of one distillation, where shifts shared by every layer and head (old_pos (1, 1, K)) keep
+        their rotation per layer type (and the no-shift answer), computed once."""
         K = keys.shape[-2]
-        shift = (torch.arange(K, device=old_pos.device) - old_pos).to(keys.device)  # (l|1, H|1, K)
-        if on_host(shift) and not bool(shift.any()):
+        shared = old_pos.shape[0] == 1 and old_pos.shape[1] == 1
+        memo = memo if memo is not None and shared else {}
+        if "shift" not in memo:
+            shift = (torch.arange(K, device=old_pos.device) - old_pos).to(keys.device)  # (l|1, H|1, K)
+            memo["shift"] = None if on_host(shift) and not bool(shift.any()) else shift
+        shift = memo["shift"]
+        if shift is None:
             return keys
         types = [self.layer_type(i) for i in range(self.num_layers)[layers]]
         out = None
@@ -91,9 +99,12 @@ class Rerotator:
             whole = len(at) == len(types)
             part = keys if whole else keys[at]
             sh = shift if whole or shift.shape[0] == 1 else shift[at]
-            cos, sin = self.type_cos_sin(lt, sh.reshape(-1, K), keys)  # (l'*H' | 1, K, R)
-            cos, sin = (t.view(sh.shape[0], 1, sh.shape[1], K, -1) for t in (cos, sin))  # (l'|1, 1, H|1, K, R)
-            rotated = self.apply(part, (cos, sin))
+            rotation = memo.get(("rotation", lt))
+            if rotation is None:
+                cos, sin = self.type_cos_sin(lt, sh.reshape(-1, K), keys)  # (l'*H' | 1, K, R)
+                rotation = tuple(t.view(sh.shape[0], 1, sh.shape[1], K, -1) for t in (cos, sin))  # (l'|1, 1, H|1, K, R)
+                memo[("rotation", lt)] = rotation
+            rotated = self.apply(part, rotation)
             if whole:
                 return rotated
             out = keys.clone() if out is None else out
