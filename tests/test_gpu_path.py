@@ -129,6 +129,25 @@ def test_per_head_policies_keep_the_same_off_the_cpu(model, method):
     _same_pot(got, want)
 
 
+def test_sampled_novelty_reads_nothing_on_the_host_off_the_cpu(model):
+    """NuC over a sample of the vocabulary (a head over NuC's budget) counts the chunk's own ids once each: off the
+    CPU without `unique` (its size would be read on the host), the same values."""
+    from infinipot_cli.scoring.nuc import Sample
+
+    w = model.lm_head.weight
+    sample = Sample(w, 64)
+    g = torch.Generator().manual_seed(7)
+    h = torch.randn(40, w.shape[1], generator=g)
+    targets = torch.randint(0, w.shape[0], (40,), generator=g)
+    targets[5:9] = targets[4]  # repeats
+    want = sample.nll(model, h, targets)
+    mode = HostReads()
+    with as_if_on_accelerator(), mode:
+        got = sample.nll(model, h, targets)
+    assert mode.seen == []
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
 def test_the_pot_is_one_buffer_written_in_place(model):
     """Reading and distilling write into the same preallocated (L, 1, H, M, D) buffers; every layer's keys are a
     view of them; the pot never holds more than M entries."""

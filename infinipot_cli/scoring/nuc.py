@@ -28,6 +28,8 @@ import math
 
 import torch
 
+from ..devices import on_host
+
 BLOCK = 256  # hidden-state rows projected at once on the CPU (in cache)
 ROW_BLOCK = {"cpu": BLOCK}  # rows per product by device type (others: DEFAULT_ROW_BLOCK: fewer launches on a GPU)
 DEFAULT_ROW_BLOCK = 1024
@@ -102,11 +104,22 @@ class Sample:
         """-log p(targets | h) with Z estimated over the sample: h (b, d), targets (b,) -> (b,) float32."""
         head = model.lm_head
         w, bias, cap = head.weight, getattr(head, "bias", None), _softcap(model)
-        own = torch.unique(targets)
-        own = own[own >= self.exact]  # (u,) the chunk's rarer ids, counted exactly
+        if on_host(targets):
+            own = torch.unique(targets)
+            own = own[own >= self.exact]  # (u,) the chunk's rarer ids, counted exactly
+            own_off = None
+        else:  # the same set without reading its size: every id once (sorted), the others' terms -inf
+            own = targets.sort().values
+            first = torch.ones_like(own, dtype=torch.bool)
+            first[1:] = own[1:] != own[:-1]
+            keep = first & (own >= self.exact)
+            own_off = torch.zeros(own.shape[0], device=h.device).masked_fill_(~keep, float("-inf"))
+            own = torch.where(keep, own, -1)
         clash = torch.isin(self.ids, own)  # (S,) strided ids the chunk also holds: counted once, exactly
+        own_rows = own.clamp_min(0)
         parts = [_lse_rows(h, w[:self.exact], None if bias is None else bias[:self.exact], cap),
-                 _lse_rows(h, w.index_select(0, own), None if bias is None else bias.index_select(0, own), cap)]
+                 _lse_rows(h, w.index_select(0, own_rows), None if bias is None else bias.index_select(0, own_rows),
+                           cap, own_off)]
         off = torch.zeros(self.ids.shape[0], device=h.device).masked_fill_(clash, float("-inf")) + self.log_stride
         parts.append(_lse_rows(h, self.w, None if bias is None else bias.index_select(0, self.ids), cap, off))
         return torch.logsumexp(torch.stack(parts, -1), -1) - _target_logit(h, w, bias, cap, targets)
