@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # on macOS (Apple silicon): make setup TORCH_SPEC="torch"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup setup-gemma demo test test-all bench-needle bench-speed clean
+.PHONY: setup setup-gemma demo test test-all bench-needle bench-speed bench-gpu bench-gpu-smoke clean
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,15 @@ bench-needle: setup
 
 bench-speed: setup
 	$(BIN)/infinipot bench speed --lengths 2k,8k,32k --methods infinipot,plain,prefill --out bench-out/speed
+
+# the prepared GPU check, < 10 min on one GPU (docs/results/speed.md, "How to run the GPU check"); needs a CUDA torch
+# (TORCH_SPEC above). On a lent device machine without this setup: bash bench/gpu-check.sh stage, then its calls.
+bench-gpu: setup
+	OUT=bench-out/gpu PYTHON=$(BIN)/python bash bench/gpu-check.sh run
+
+# the same cells at tiny sizes on the CPU
+bench-gpu-smoke: setup
+	OUT=bench-out/gpu-smoke PYTHON=$(BIN)/python bash bench/gpu-check.sh smoke
 
 clean:
 	rm -rf $(VENV) build *.egg-info

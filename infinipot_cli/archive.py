@@ -15,6 +15,10 @@ what the answer is generated from. Nothing re-reads the source document.
 
     ids   (T,)   int32  token ids of every archived segment, concatenated
     segs  (K, 2) int64  per segment: document position of its first token, its length
+
+The archive lives in host memory. A pot on an accelerator hands it the positions each distillation evicts as
+device tensors: they are copied to the host without waiting (pinned memory) and archived when the archive is
+next read or at the next distillation, so reading never waits for the copy.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import re
 from collections import Counter
 import torch
 
+from .devices import on_host
+from .pot import shared_row
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
 
 NEIGHBOURS = 1            # archived segments on each side of a hit that come with it, when adjacent
@@ -55,13 +61,16 @@ class Archive:
         self._covered = torch.zeros(0, dtype=torch.bool)  # document positions already archived
         self._index: list[Counter] = []            # per segment: word counts (built lazily, incrementally)
         self._df: Counter = Counter()
+        self._queued: list[tuple] = []             # evictions from an accelerator still being copied to the host
 
     # ---- sizes ------------------------------------------------------------------------------------
     def __len__(self) -> int:
+        self._settle()
         return len(self._segs)
 
     @property
     def tokens(self) -> int:
+        self._settle()
         return self._offsets[-1]
 
     def nbytes(self) -> int:
@@ -97,7 +106,31 @@ class Archive:
     def record_eviction(self, src: torch.Tensor, tok: torch.Tensor, idx: torch.Tensor,
                         boundaries: BoundaryTable) -> None:
         """Before a distillation keeps `idx` (L, H, K) of the pot's src/tok (L, H, S): archive the document
-        entries that no (layer, head) keeps (with the default shared selection: every evicted entry)."""
+        entries that no (layer, head) keeps (with the default shared selection: every evicted entry). Off the CPU
+        the tensors are queued as host copies in flight (one row of each when the selection is shared: every head
+        then holds the same entries) and archived by `_settle`."""
+        self._settle()
+        if on_host(src):
+            self._evict(src, tok, idx, boundaries)
+            return
+        row = shared_row(idx)
+        if row is not None:  # a shared selection's pot holds the same entries in every head
+            src, tok, idx = src[:1, :1], tok[:1, :1], row.view(1, 1, -1)
+        host = tuple(t.to("cpu", non_blocking=True) for t in (src, tok, idx))  # pinned: no wait
+        done = torch.cuda.Event() if src.device.type == "cuda" else None
+        if done is not None:
+            done.record()
+        self._queued.append((done, host, boundaries))
+
+    def _settle(self) -> None:
+        """Archive the queued evictions, in order (their copies finished long ago: a distillation later, or now)."""
+        while self._queued:
+            done, (src, tok, idx), boundaries = self._queued.pop(0)
+            if done is not None:
+                done.synchronize()
+            self._evict(src, tok, idx, boundaries)
+
+    def _evict(self, src: torch.Tensor, tok: torch.Tensor, idx: torch.Tensor, boundaries: BoundaryTable) -> None:
         kept = src.gather(-1, idx)
         if bool((src == src[:1, :1]).all()):
             old, old_tok = src[0, 0], tok[0, 0]
@@ -116,6 +149,7 @@ class Archive:
 
     # ---- access -----------------------------------------------------------------------------------
     def ids(self) -> torch.Tensor:
+        self._settle()
         if self._ids is None:
             self._ids = torch.cat(self._chunks) if self._chunks else torch.zeros(0, dtype=torch.int32)
             self._chunks = [self._ids] if self._chunks else []
@@ -123,12 +157,14 @@ class Archive:
 
     def segment(self, i: int) -> tuple[int, list[int]]:
         """(document start, token ids) of segment i."""
+        self._settle()
         a, b = self._offsets[i], self._offsets[i + 1]
         return self._segs[i][0], self.ids()[a:b].tolist()
 
     # ---- saving -----------------------------------------------------------------------------------
     def tensors(self) -> dict[str, torch.Tensor]:
         """The pot-file tensors (empty dict when nothing was archived)."""
+        self._settle()
         if not self._segs:
             return {}
         return {"archive.ids": self.ids().contiguous(),
@@ -156,6 +192,7 @@ class Archive:
 
     # ---- recall -----------------------------------------------------------------------------------
     def _build_index(self, tokenizer) -> None:
+        self._settle()
         done = len(self._index)
         if done == len(self._segs):
             return
@@ -195,6 +232,7 @@ class Archive:
     def candidates(self, tokenizer, question: str, budget: int, exclude: torch.Tensor | None = None) -> list[int]:
         """Segments to recall, in document order: the best BM25 hits, each with its adjacent neighbours, up to
         `budget` tokens. `exclude`: document positions the pot holds now (their segments are skipped)."""
+        self._settle()
         held = set(exclude.tolist()) if exclude is not None and exclude.numel() else set()
         chosen: set[int] = set()
         used = 0

@@ -22,7 +22,8 @@ model's forward up to rounding order (tests/test_decode_step.py compares logits 
 The layers' arithmetic (:meth:`DecodeStep.layers_forward`, :meth:`~DecodeStep.qkv_rope`, :meth:`~DecodeStep.mlp`)
 is a function of tensors only, so ``compiled_step.py`` compiles that same code ahead of time into a library per layer
 structure; a model whose libraries are built runs its tokens through them (``DecodeStep.compiled``), otherwise
-eagerly — the same tokens either way.
+eagerly — the same tokens either way. On CUDA the eager step is captured once per answer cache and replayed as one
+graph per token (``graphed_step.py``, ``DecodeStep.graphed``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import compiled_step
+from . import compiled_step, graphed_step
 from .answer_cache import AnswerCache
 from .attention import one_row
 from .compat import text_config
@@ -225,6 +226,7 @@ class DecodeStep:
         self._rope_key: tuple | None = None
         self._rope_block: list[torch.Tensor] = []
         self.compiled = None  # compiled_step.Compiled, when this model's libraries are built and loaded
+        self.graphed = graphed_step.GraphedStep() if graphed_step.wanted(self.embed.weight.device) else None
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -355,11 +357,16 @@ class DecodeStep:
         """Run `token` through every layer, appending its keys/values to `cache`; returns the final-norm hidden
         state (1, d) in the model's dtype (the LM head's input)."""
         dev = self.embed.weight.device
-        x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
-        ropes = self.rope_tables(x, cache.get_seq_length())
+        pos = cache.get_seq_length()
         rows = [cache.layers[L.layer_idx].next_row() for L in self.layers]  # (keys, values, row) per layer
         keys, values = [k for k, _, _ in rows], [v for _, v, _ in rows]
         at = [n for _, _, n in rows]
+        if self.graphed is not None:  # CUDA: the same step replayed as one graph (graphed_step.py)
+            out = self.graphed.run(self, token, keys, values, at)
+            if out is not None:
+                return out
+        x = self.embed(torch.tensor([token], device=dev))  # (1, d_model)
+        ropes = self.rope_tables(x, pos)
         masks = self.masks([k.shape[1] for k in keys], [n + 1 for n in at], dev)
         made: dict[int, torch.Tensor] = {}  # layers at the same row share its index tensor
         rows_t = [made.setdefault(n, torch.tensor([n], device=dev)) for n in at]

@@ -59,12 +59,14 @@ def fmt_rate(r: float | None) -> str:
 
 # ---- the memory strip -----------------------------------------------------------------------------------
 def as_sorted_positions(kept_src) -> np.ndarray:
-    """kept_src (torch tensor, numpy array or list of document positions) -> sorted unique int64 array."""
+    """kept_src (torch tensor, numpy array or list of document positions; negative ones, the pinned header, are
+    dropped) -> sorted unique int64 array."""
     if kept_src is None:
         return np.zeros(0, dtype=np.int64)
     if hasattr(kept_src, "detach"):
         kept_src = kept_src.detach().cpu().numpy()
     a = np.asarray(kept_src, dtype=np.int64).reshape(-1)
+    a = a[a >= 0]
     if a.size > 1 and not bool((a[1:] > a[:-1]).all()):
         a = np.unique(a)
     return a

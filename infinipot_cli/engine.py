@@ -15,7 +15,7 @@ reaching into it.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -23,11 +23,11 @@ import torch
 from .archive import Archive
 from .config import PotConfig, catalyst_room, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, answer_room, generate
-from .devices import sync
+from .devices import Clock, Tally, to_device
 from .model import with_cache
 from .errors import UsageError
 from .interrupts import deferred_interrupt
-from .pot import MemoryPot
+from .pot import MemoryPot, shared_row
 from .scoring import cap as cap_scores
 from .scoring.nuc import novelty
 from .scoring.policies import make_policy
@@ -59,20 +59,17 @@ class Event:
     elapsed_s: float
     kv_bytes: int
     text: str = ""                 # "token": the new text
-    kept_src: torch.Tensor | None = None  # "distill": unique document positions still held by some head
+    # "distill": the document positions the pot holds (negative: the pinned header), in any order and possibly
+    # repeated (display.as_sorted_positions sorts them): a view of the pot's metadata, read only by a listener
+    kept_src: torch.Tensor | None = None
 
 
-@dataclass
-class Timings:
-    forward: float = 0.0
-    nuc: float = 0.0
-    cap: float = 0.0
-    select: float = 0.0
-    rerotate: float = 0.0
-    answer: float = 0.0
+class Timings(Tally):
+    """Seconds per phase of the reading loop (attributes and `as_dict()`): device time from devices.Clock spans,
+    so the timers never wait for the device."""
 
-    def as_dict(self) -> dict:
-        return {k: round(v, 4) for k, v in asdict(self).items()}
+    def __init__(self):
+        super().__init__(("forward", "nuc", "cap", "select", "rerotate", "answer"))
 
 
 class Engine:
@@ -89,6 +86,7 @@ class Engine:
         self.boundaries = BoundaryTable(tokenizer)  # sentence ends, for segment selection
         self.on_event = on_event
         self.device = next(model.parameters()).device
+        self.clock = Clock(self.device)
         self.pot = MemoryPot(model, config.size if config.bounded else None)
         self.pending: list[int] = []
         self.tokens_read = 0              # document tokens forwarded into the pot
@@ -245,26 +243,28 @@ class Engine:
             return torch.zeros(0), cap_scores.Capture()
         base_len = len(self.pot)
         recalled = src is not None
+        clock = self.clock
         try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
-            sync(self.device)
-            t0 = time.perf_counter()
-            x = torch.tensor([inp], device=self.device)
+            if pol.needs_units:  # each id's text flags, from the host list (scoring/segments.BoundaryTable)
+                self.boundaries.observe(inp)
+            self.pot.reserve(base_len + len(inp))
+            t0 = clock.now()
+            x = to_device([inp], self.device)  # (1, T): no wait for the device (pinned copy on CUDA)
             focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
             with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus,
-                                    from_layer=pol.cap_from(self.pot.num_layers)) as capt:
+                                    from_layer=pol.cap_from(self.pot.num_layers), device=self.device) as capt:
                 out = self.model.model(input_ids=x, use_cache=True, **with_cache(self.model.model, self.pot.cache))
             hidden = out.last_hidden_state[0]  # (T, d)
-            sync(self.device)
-            self.timings.forward += time.perf_counter() - t0 - capt.seconds
-            self.timings.cap += capt.seconds
+            self.timings.add("forward", clock.span(t0))
+            self.timings.add("forward", *capt.spans, sign=-1.0)
+            self.timings.add("cap", *capt.spans)
             self.pot.note_peak()
             if n:
-                ids_t = torch.tensor(ids, device=self.device)
+                ids_t = x[0, :n]
                 if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
-                    t1 = time.perf_counter()
+                    t1 = clock.now()
                     nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t, sample=self.cfg.nuc_sample)
-                    sync(self.device)
-                    self.timings.nuc += time.perf_counter() - t1
+                    self.timings.add("nuc", clock.span(t1))
                 else:
                     nov = torch.zeros(n, device=self.device)
                 if pinned:
@@ -310,8 +310,8 @@ class Engine:
         npin = pot.n_pinned
         if S <= keep:
             return
-        sync(self.device)
-        t0 = time.perf_counter()
+        clock = self.clock
+        t0 = clock.now()
         L, H = pot.num_layers, pot.num_kv_heads
         cap = rel = starts = None
         if pol.catalyst is not None and capt is not None and capt.scores:
@@ -336,18 +336,20 @@ class Engine:
             chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
-        idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
-        sync(self.device)
-        t1 = time.perf_counter()
-        self.timings.select += t1 - t0
+        row = shared_row(chosen)
+        if row is not None:  # one row for every (layer, head): kept expanded, so pot.keep knows it without a look
+            idx = torch.cat([torch.arange(npin, device=row.device), row + npin]).view(1, 1, -1).expand(L, H, -1)
+        else:
+            idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        t1 = clock.now()
+        self.timings.add("select", clock.span(t0, t1))
         with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
             if self.tok is not None and not final:  # sentence units need the tokenizer's text
                 self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
             pot.keep(idx, rerotate=pol.rerotate)
             self.cycles += not final
-        sync(self.device)
-        self.timings.rerotate += time.perf_counter() - t1
-        self._emit("distill", kept_src=pot.src[pot.src >= 0].unique())
+        self.timings.add("rerotate", clock.span(t1))
+        self._emit("distill", kept_src=pot.src[0, 0] if row is not None else pot.src)
 
     def _spreads(self, general: bool) -> bool:
         """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
@@ -594,6 +596,8 @@ class Engine:
             v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
             pot.cache.update(k, v, i)
         pot.src, pot.tok, pot.nov, pot.acc = (tensors[k].to(pot.device) for k in ("src", "tok", "nov", "acc"))
+        if eng.policy.needs_units and eng.device.type != "cpu":  # table() indexes only, off the CPU
+            eng.boundaries.observe(tensors["tok"].unique().tolist())
         pot.n_pinned = int(facts["n_pinned"])
         pot.n_distilled = int(facts.get("n_distilled", len(pot)))
         pot.peak_entries = int(facts.get("peak_entries", len(pot)))

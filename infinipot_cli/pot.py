@@ -1,7 +1,8 @@
 """The memory pot — InfiniPot §3.1/§3.2: a KV cache with a hard cap of M entries per (layer, KV head).
 
-It wraps a transformers ``DynamicCache`` (keys post-RoPE, (1, H_kv, S, D) per layer) and keeps, for every
-entry of every (layer, head), where it came from:
+Its KV lives in a :class:`~infinipot_cli.pot_cache.PotCache`: one preallocated (L, 1, H_kv, M, D) buffer for keys
+(post-RoPE) and one for values, written in place by every forward, each layer seen by the model as a cache of the
+filled rows (1, H_kv, S, D). Beside it, for every entry of every (layer, head), where it came from:
 
     src (L, H_kv, S) int64   document token index (pinned prefix entries: -1 - i)
     tok (L, H_kv, S) int64   token id
@@ -24,11 +25,26 @@ Checked against eager attention over a distilled pot in tests/test_models.py.
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache
 
 from .compat import text_config
+from .devices import on_host
 from .interrupts import deferred_interrupt
+from .pot_cache import PotCache
 from .rope import Rerotator
+
+UNBOUNDED_START = 4096  # first capacity of an unbounded pot's buffer (`full`, `snapkv`); it doubles when full
+
+
+def shared_row(idx: torch.Tensor) -> torch.Tensor | None:
+    """idx (L, H, K)'s one row (K,) when every (layer, head) holds the same indices, else None. Known without
+    reading the values when idx is one row expanded (what the shared policies return); compared on the CPU, where
+    reading is free."""
+    L, H, _ = idx.shape
+    if (L == 1 or idx.stride(0) == 0) and (H == 1 or idx.stride(1) == 0):
+        return idx[0, 0]
+    if on_host(idx) and bool((idx == idx[:1, :1]).all()):
+        return idx[0, 0]
+    return None
 
 
 class MemoryPot:
@@ -37,7 +53,8 @@ class MemoryPot:
         self.size = size  # M; None = unbounded (the `full` / `snapkv` references)
         self.num_layers = cfg.num_hidden_layers
         self.num_kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        self.cache = DynamicCache()  # all full layers: sliding windows are applied by the mask, not by eviction
+        # all full layers: sliding windows are applied by the mask, not by eviction
+        self.cache = PotCache(self.num_layers, size if size else UNBOUNDED_START)
         self.rerotator = Rerotator(model)
         self.n_pinned = 0
         self.n_distilled = 0  # entries that survived the last distillation (pinned included)
@@ -54,15 +71,20 @@ class MemoryPot:
         return self.src.shape[-1]
 
     def cache_len(self) -> int:
-        return self.cache.get_seq_length() if len(self.cache.layers) else 0
+        return self.cache.get_seq_length() if self.cache.ready else 0
+
+    def reserve(self, entries: int) -> None:
+        """Room for `entries` in the KV buffers before a forward writes them (they grow only past the capacity)."""
+        self.cache.reserve(entries)
 
     def note_peak(self) -> None:
         self.peak_entries = max(self.peak_entries, self.cache_len())
 
     def kv_bytes(self) -> int:
+        """Bytes of the KV entries held (the buffers allocate the capacity, M entries, once)."""
         total = 0
         for layer in self.cache.layers:
-            if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            if layer.keys is not None and layer.keys.numel():
                 total += layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
         return total
 
@@ -85,21 +107,13 @@ class MemoryPot:
 
     def crop(self, length: int) -> None:
         """Drop cache entries past `length` in every layer (the catalyst / final prompt after it was used, or
-        what an interrupted forward wrote to some layers only)."""
+        what an interrupted forward wrote to some layers only): only the lengths change."""
         for layer in self.cache.layers:
-            keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
-            if keys is not None and keys.dim() >= 2 and keys.shape[-2] > length:
-                layer.keys = keys[..., :length, :]
-            if values is not None and values.dim() >= 2 and values.shape[-2] > length:
-                layer.values = values[..., :length, :]
+            layer.crop(-length)
 
     def layer_lengths(self) -> list[int]:
         """Entries held by each cache layer (0 for a layer not written yet); all equal len(self) when consistent."""
-        out = []
-        for layer in self.cache.layers:
-            keys = getattr(layer, "keys", None)
-            out.append(int(keys.shape[-2]) if keys is not None and keys.dim() >= 2 else 0)
-        return out
+        return [layer.length for layer in self.cache.layers]
 
     def document_entries(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(src, tok) (N,) on the CPU: the document entries held (pinned header excluded), in pot order when every
@@ -118,16 +132,17 @@ class MemoryPot:
     # ---- one answer's changes ----------------------------------------------------------------------
     def snapshot(self) -> tuple:
         """A copy of the pot (KV and per-entry metadata) to restore after an answer changed it. One pot's memory."""
-        kv = [(layer.keys.clone(), layer.values.clone()) for layer in self.cache.layers
-              if getattr(layer, "keys", None) is not None]
+        kv = tuple(t.clone() for t in self.cache.stacked(len(self))) if self.cache.ready else None
         return kv, (self.src, self.tok, self.nov, self.acc.clone()), self.n_distilled
 
     def restore(self, snap: tuple) -> None:
         kv, meta, n_distilled = snap
         with deferred_interrupt():
             (self.src, self.tok, self.nov, self.acc), self.n_distilled = meta, n_distilled
-            for layer, (k, v) in zip(self.cache.layers, kv):
-                layer.keys, layer.values = k, v
+            if kv is not None:
+                self.cache.assign(*kv)
+            else:
+                self.crop(0)
 
     # ---- distillation ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -135,35 +150,38 @@ class MemoryPot:
         """Keep entries idx (L, H_kv, K) — sorted ascending per head — and apply CR-RoPE.
 
         Kept keys are re-rotated from their old positions (their old indices) to 0..K-1 (`rerotate=False`: left
-        where they were, for the `plain` speed reference only). When every (layer, head) keeps the same entries
-        (shared scores), they are taken with one index and each layer type's rotation is computed once. Every
-        new tensor is
-        computed first and then all are assigned at once, so an interrupt leaves the pot as it was or distilled,
-        never half of each.
+        where they were, for the `plain` speed reference only). Every layer at once: one gather of the kept rows
+        from the (L, 1, H_kv, S, D) buffers (one index when every (layer, head) keeps the same entries:
+        `shared_row`), one rotation per layer type (rope.Rerotator.to_front), written back to rows 0..K-1; on the
+        CPU a layer at a time (the same values, a layer's temporaries instead of all layers'). Every new tensor is
+        computed first and then all are written at once, so an interrupt leaves the pot as it was or distilled,
+        never half of each. Nothing here reads a value on the host: the queue never waits (docs/design.md).
         """
         L, H, K = idx.shape
         assert L == self.num_layers and H == self.num_kv_heads
         idx = idx.to(self.device)
-        new_pos = torch.arange(K, device=idx.device).view(1, K).expand(H, K)
-        shared = bool((idx == idx[:1, :1]).all())
-        rotations: dict = {}  # layer type -> rotation, when shared
-        kv = []
-        for li, layer in enumerate(self.cache.layers):
-            ix = idx[li].to(layer.keys.device)  # (H, K); a no-op unless layers sit on several devices
-            if shared:
-                keys, values = layer.keys.index_select(2, ix[0]), layer.values.index_select(2, ix[0])  # (1, H, K, D)
+        row = shared_row(idx)
+        S = len(self)
+        keys_all, values_all = self.cache.stacked(S)  # (L, 1, H, S, D) views
+        step = 1 if on_host(idx) else L
+        kv, memo = [], {}  # memo: a shared row's rotation, computed once for all the slices
+        for a in range(0, L, step):
+            layers = slice(a, min(L, a + step))
+            k_in, v_in = keys_all[layers], values_all[layers]
+            if row is not None:
+                keys, values = k_in.index_select(3, row), v_in.index_select(3, row)  # (l, 1, H, K, D)
+                old = row.view(1, 1, K)
             else:
-                keys = layer.keys.gather(2, ix[None, :, :, None].expand(1, H, K, layer.keys.shape[-1]))
-                values = layer.values.gather(2, ix[None, :, :, None].expand(1, H, K, layer.values.shape[-1]))
+                ix = idx[layers][:, None, :, :, None]  # (l, 1, H, K, 1)
+                keys = k_in.gather(3, ix.expand(*ix.shape[:4], k_in.shape[-1]))
+                values = v_in.gather(3, ix.expand(*ix.shape[:4], v_in.shape[-1]))
+                old = idx[layers]
             if rerotate:
-                lt = self.rerotator.layer_type(li)
-                if not shared or lt not in rotations:
-                    rotations[lt] = self.rerotator.shift(li, idx[li], new_pos, keys)
-                keys = self.rerotator.apply(keys, rotations[lt])
-            kv.append((keys.contiguous(), values.contiguous()))
+                keys = self.rerotator.to_front(keys, old, layers, memo)
+            kv.append((layers, keys, values))
         meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx), self.acc.gather(-1, idx))
         with deferred_interrupt():
-            for layer, (keys, values) in zip(self.cache.layers, kv):
-                layer.keys, layer.values = keys, values
+            for layers, keys, values in kv:
+                self.cache.assign(keys, values, layers)
             self.src, self.tok, self.nov, self.acc = meta
             self.n_distilled = K

@@ -15,6 +15,7 @@ import inspect
 import torch
 
 from .compat import text_config
+from .devices import on_host
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -58,7 +59,11 @@ class Rerotator:
     @torch.no_grad()
     def cos_sin(self, layer: int, shift: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin (H, K, R) in float32 for integer shifts (H, K) of layer `layer`'s keys."""
-        lt = self.layer_type(layer)
+        return self.type_cos_sin(self.layer_type(layer), shift, like)
+
+    @torch.no_grad()
+    def type_cos_sin(self, lt, shift: torch.Tensor, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin (N, K, R) in float32 for integer shifts (N, K) of the keys of layers of type `lt`."""
         dummy = like.new_zeros(1, dtype=torch.float32)
         if lt is not None:
             cos, sin = self.rotary(dummy, shift, lt)
@@ -70,6 +75,43 @@ class Rerotator:
         return cos.float(), sin.float()
 
     @torch.no_grad()
+    def to_front(self, keys: torch.Tensor, old_pos: torch.Tensor, layers: slice, memo: dict | None = None
+                 ) -> torch.Tensor:
+        """CR-RoPE for the layers `layers` at once: keys (l, B, H, K, D) at positions old_pos (l|1, H|1, K) ->
+        the same keys at positions 0..K-1 (a new tensor). One rotation per layer type among them, the shifts of
+        every layer and head as one batch; nothing moves when no shift is non-zero (checked on the CPU only, where
+        it is free: on an accelerator a zero shift rotates by the identity, the same values). `memo`: a dict kept
+        over the calls of one distillation, where shifts shared by every layer and head (old_pos (1, 1, K)) keep
+        their rotation per layer type (and the no-shift answer), computed once."""
+        K = keys.shape[-2]
+        shared = old_pos.shape[0] == 1 and old_pos.shape[1] == 1
+        memo = memo if memo is not None and shared else {}
+        if "shift" not in memo:
+            shift = (torch.arange(K, device=old_pos.device) - old_pos).to(keys.device)  # (l|1, H|1, K)
+            memo["shift"] = None if on_host(shift) and not bool(shift.any()) else shift
+        shift = memo["shift"]
+        if shift is None:
+            return keys
+        types = [self.layer_type(i) for i in range(self.num_layers)[layers]]
+        out = None
+        for lt in dict.fromkeys(types):
+            at = [i for i, t in enumerate(types) if t == lt]
+            whole = len(at) == len(types)
+            part = keys if whole else keys[at]
+            sh = shift if whole or shift.shape[0] == 1 else shift[at]
+            rotation = memo.get(("rotation", lt))
+            if rotation is None:
+                cos, sin = self.type_cos_sin(lt, sh.reshape(-1, K), keys)  # (l'*H' | 1, K, R)
+                rotation = tuple(t.view(sh.shape[0], 1, sh.shape[1], K, -1) for t in (cos, sin))  # (l'|1, 1, H|1, K, R)
+                memo[("rotation", lt)] = rotation
+            rotated = self.apply(part, rotation)
+            if whole:
+                return rotated
+            out = keys.clone() if out is None else out
+            out[at] = rotated
+        return out
+
+    @torch.no_grad()
     def shift(self, layer: int, old_pos: torch.Tensor, new_pos: torch.Tensor, like: torch.Tensor):
         """The rotation (cos, sin) (H, K, R) moving keys from old_pos to new_pos (H, K); None when none moves."""
         shift = (new_pos - old_pos).to(like.device)
@@ -77,9 +119,12 @@ class Rerotator:
 
     @staticmethod
     def apply(keys: torch.Tensor, rotation) -> torch.Tensor:
-        """keys (1, H, K, D) rotated by `rotation` from `shift` (in fp32, stored back in the keys' dtype)."""
+        """keys (1, H, K, D) rotated by `rotation` from `shift` (in fp32, stored back in the keys' dtype); keys
+        (l, B, H, K, D) by cos/sin (l|1, 1, H|1, K, R) from `to_front`."""
         if rotation is None:
             return keys
+        if keys.dim() == 5:
+            return apply_rotation(keys.float(), *rotation).to(keys.dtype)
         return apply_rotation(keys[0].float(), *rotation).to(keys.dtype)[None]
 
     def rerotate(self, layer: int, keys: torch.Tensor, old_pos: torch.Tensor, new_pos: torch.Tensor) -> torch.Tensor:

@@ -49,8 +49,13 @@ def spread_select(policy, inp, src: torch.Tensor, read: int, bins: int) -> torch
     L, H = inp.shape
     pos = src.reshape(-1, src.shape[-1])[0]  # (N,)
     b = bins_of(pos, read, bins)
+    # the one host read of a spread distillation (on a GPU, a wait): the stretches' counts, for the quotas
     counts = torch.bincount(b, minlength=bins).tolist()
     want = quotas(counts, inp.budget)
+    order = b.argsort(stable=True)  # (N,) candidates stretch by stretch, ascending inside each
+    first = [0]
+    for c in counts:
+        first.append(first[-1] + c)
     picked, by_nuc = [], torch.zeros(L, H, inp.n, dtype=torch.bool, device=pos.device)
 
     def part(x, sel):
@@ -59,15 +64,15 @@ def spread_select(policy, inp, src: torch.Tensor, read: int, bins: int) -> torch
     for k, q in enumerate(want):
         if q <= 0:
             continue
-        sel = (b == k).nonzero().flatten()  # (n_k,) candidate indices of this stretch, ascending
-        if q >= sel.numel():
+        sel = order[first[k]:first[k + 1]]  # (n_k,) candidate indices of this stretch, ascending
+        if q >= counts[k]:
             picked.append(sel)
             continue
         starts = part(inp.starts, sel)
         if starts is not None:
             starts = starts.clone()
             starts[..., 0] = True  # a stretch begins a unit
-        sub = SelectionInputs(budget=q, n=sel.numel(), shape=inp.shape, nov=inp.nov[..., sel], cap=part(inp.cap, sel),
+        sub = SelectionInputs(budget=q, n=counts[k], shape=inp.shape, nov=inp.nov[..., sel], cap=part(inp.cap, sel),
                               rel=part(inp.rel, sel), acc=part(inp.acc, sel), starts=starts)
         idx = policy.select(sub)[0, 0]  # (q,) shared: every head the same
         if policy.last_nuc is not None:

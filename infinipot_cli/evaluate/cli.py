@@ -51,7 +51,8 @@ ThreadsOpt = typer.Option(None, "--threads", min=1, metavar="N", rich_help_panel
 SeedOpt = typer.Option(0, "--seed", metavar="N", help="Seed for haystacks and needles.")
 SyntheticOpt = typer.Option(None, "--synthetic", metavar="ARCH", rich_help_panel=P_MODEL, help="Measure a real architecture with random weights and the built-in "
                                                       "tokenizer instead of --model: llama-8b (Llama-3.1-8B), qwen2-7b "
-                                                      "(Qwen2.5-7B), gemma2-9b (Gemma-2-9B) or tiny-llama. Weights are "
+                                                      "(Qwen2.5-7B), gemma2-9b (Gemma-2-9B), smollm2-135m (the built-in "
+                                                      "model's shape) or tiny-llama. Weights are "
                                                       "created on --device in --dtype (~16 GB for llama-8b in bf16).")
 
 

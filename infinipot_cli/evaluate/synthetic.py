@@ -35,6 +35,11 @@ SYNTHETIC: dict[str, tuple[str, dict]] = {
         intermediate_size=14336, vocab_size=256000, max_position_embeddings=8192, sliding_window=4096,
         query_pre_attn_scalar=256, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # the built-in model's shape (SmolLM2-135M-Instruct): its speed on a device its weights were not carried to
+    "smollm2-135m": ("llama", dict(
+        hidden_size=576, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+        intermediate_size=1536, vocab_size=49152, max_position_embeddings=8192, rms_norm_eps=1e-5,
+        tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 100000.0})),
     # a few-MB Llama for tests and smoke runs on the CPU
     "tiny-llama": ("llama", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,

@@ -28,12 +28,11 @@ Register once with :func:`register_attention`; select the rows to capture with :
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, field
 
 import torch
 
-from ..devices import sync
+from ..devices import Clock
 from ..attention import grouped_probs, math_attention, one_row_attention, rows_mask, split_causal
 
 _BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
@@ -49,6 +48,8 @@ class Capture:
     from_layer: layers before it are not captured (a policy that reads only the deeper layers' scores).
     scores: layer index -> (H_kv, S_kv) float32 summed probabilities, filled by the attention wrapper.
     relevance: layer index -> (H_kv, S_kv) float32 question-minus-template attention (only with `focus`).
+    spans: the time spent computing the captured rows, one devices.Clock span per layer (CUDA: event pairs, so
+    timing the capture never waits for the device).
     """
 
     rows: int = 0
@@ -57,7 +58,8 @@ class Capture:
     from_layer: int = 0
     scores: dict[int, torch.Tensor] = field(default_factory=dict)
     relevance: dict[int, torch.Tensor] = field(default_factory=dict)
-    seconds: float = 0.0  # time spent computing the captured rows
+    spans: list = field(default_factory=list)
+    clock: Clock = field(default_factory=Clock)
 
 
 _ACTIVE: Capture | None = None
@@ -72,12 +74,13 @@ def valid_focus(focus, rows: int) -> tuple[int, int] | None:
 
 
 @contextlib.contextmanager
-def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None = None, from_layer: int = 0):
+def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None = None, from_layer: int = 0,
+            device=None):
     """Within this block, every attention layer from `from_layer` on records CaP/H2O scores into the yielded
-    Capture."""
+    Capture (`device`: where the model runs, for its timer)."""
     global _ACTIVE
     prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows, focus=valid_focus(focus, rows),
-                                     from_layer=from_layer)
+                                     from_layer=from_layer, clock=Clock(device))
     try:
         yield _ACTIVE
     finally:
@@ -93,8 +96,7 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
     if cap is None or (cap.rows <= 0 and not cap.all_rows) or module.layer_idx < cap.from_layer:
         return None
     p = None
-    sync(query.device)  # CUDA: the timer covers this layer's capture, not the attention queued before it
-    t0 = time.perf_counter()
+    t0 = cap.clock.now()
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     q_len, kv_len = query.shape[2], key.shape[2]
@@ -117,8 +119,7 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
                 f0, f1 = cap.focus
                 rel = p[:, :, :, f0:f1].mean(3) - p[:, :, :, :f0].mean(3)  # (B, Hkv, G, S)
                 cap.relevance[module.layer_idx] = rel.sum(2)[0]  # (Hkv, S)
-    sync(query.device)
-    cap.seconds += time.perf_counter() - t0
+    cap.spans.append(cap.clock.span(t0))
     return p if p is not None and p.shape[3] == q_len else None
 
 

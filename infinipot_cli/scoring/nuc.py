@@ -28,7 +28,11 @@ import math
 
 import torch
 
-BLOCK = 256  # hidden-state rows projected at once
+from ..devices import on_host
+
+BLOCK = 256  # hidden-state rows projected at once on the CPU (in cache)
+ROW_BLOCK = {"cpu": BLOCK}  # rows per product by device type (others: DEFAULT_ROW_BLOCK: fewer launches on a GPU)
+DEFAULT_ROW_BLOCK = 1024
 BUDGET_R = 0.38  # at most this many head rows x hidden size per body parameter: c r / (1 + c r) <= ~15 %
 VOCAB_BLOCK = {"cpu": 4096}  # vocabulary rows per product by device type (others: DEFAULT_VOCAB_BLOCK)
 DEFAULT_VOCAB_BLOCK = 65536  # on a GPU: few launches, bounded temporaries
@@ -100,11 +104,22 @@ class Sample:
         """-log p(targets | h) with Z estimated over the sample: h (b, d), targets (b,) -> (b,) float32."""
         head = model.lm_head
         w, bias, cap = head.weight, getattr(head, "bias", None), _softcap(model)
-        own = torch.unique(targets)
-        own = own[own >= self.exact]  # (u,) the chunk's rarer ids, counted exactly
+        if on_host(targets):
+            own = torch.unique(targets)
+            own = own[own >= self.exact]  # (u,) the chunk's rarer ids, counted exactly
+            own_off = None
+        else:  # the same set without reading its size: every id once (sorted), the others' terms -inf
+            own = targets.sort().values
+            first = torch.ones_like(own, dtype=torch.bool)
+            first[1:] = own[1:] != own[:-1]
+            keep = first & (own >= self.exact)
+            own_off = torch.zeros(own.shape[0], device=h.device).masked_fill_(~keep, float("-inf"))
+            own = torch.where(keep, own, -1)
         clash = torch.isin(self.ids, own)  # (S,) strided ids the chunk also holds: counted once, exactly
+        own_rows = own.clamp_min(0)
         parts = [_lse_rows(h, w[:self.exact], None if bias is None else bias[:self.exact], cap),
-                 _lse_rows(h, w.index_select(0, own), None if bias is None else bias.index_select(0, own), cap)]
+                 _lse_rows(h, w.index_select(0, own_rows), None if bias is None else bias.index_select(0, own_rows),
+                           cap, own_off)]
         off = torch.zeros(self.ids.shape[0], device=h.device).masked_fill_(clash, float("-inf")) + self.log_stride
         parts.append(_lse_rows(h, self.w, None if bias is None else bias.index_select(0, self.ids), cap, off))
         return torch.logsumexp(torch.stack(parts, -1), -1) - _target_logit(h, w, bias, cap, targets)
@@ -179,8 +194,9 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
     sampled = _sample_for(model, w) if sample and nll is _nll else None
     if sampled is not None:
         nll = sampled.nll
-    for s in range(0, preds.shape[0], BLOCK):
-        out.append(nll(model, preds[s:s + BLOCK], targets[s:s + BLOCK]))
+    rows = ROW_BLOCK.get(preds.device.type, DEFAULT_ROW_BLOCK)  # rows are independent: the same values either way
+    for s in range(0, preds.shape[0], rows):
+        out.append(nll(model, preds[s:s + rows], targets[s:s + rows]))
     res = torch.cat(out) if out else torch.zeros(0, device=ids.device)
     assert res.shape[0] == t
     return res

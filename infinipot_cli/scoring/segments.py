@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import torch
 
+from ..devices import count_or_bound, on_host
+
 SENTENCE_END = (".", "!", "?")
 PARAGRAPH_END = "\n\n"
 CLOSERS = "\"')]}\u00bb\u201d\u2019"
@@ -74,28 +76,56 @@ def token_flags(text: str) -> tuple[bool, ...]:
 
 
 class BoundaryTable:
-    """Per token id text flags (token_flags), each id decoded once, lazily (any vocabulary size)."""
+    """Per token id text flags (token_flags), each id decoded once, lazily (any vocabulary size).
+
+    The flags live in a dense table, a row per token id (ids not classified yet: all False), kept on every device
+    a pot uses. On the CPU `table` classifies the ids it is given first; on an accelerator it only indexes (finding
+    the new ids would read them on the host, a wait for the device): there the engine classifies every id when it
+    is read (`observe`, from the host list it forwards), so every id a pot holds is known."""
 
     def __init__(self, tokenizer):
         self.tok = tokenizer
         self._known: dict[int, tuple[bool, ...]] = {}
+        self._rows = torch.zeros(0, len(_F), dtype=torch.bool)  # (ids, F) on the host
+        self._on: dict = {}  # device -> (version, its copy of _rows)
+        self._version = 0
 
     def _classify(self, ids: list[int]) -> None:
-        new = [i for i in ids if i not in self._known]
+        new = [i for i in dict.fromkeys(ids) if i not in self._known]
         if not new:
             return
         batch = getattr(self.tok, "batch_decode", None)
         texts = batch([[i] for i in new]) if batch else [self.tok.decode([i]) for i in new]
+        top = max(new) + 1
+        if top > self._rows.shape[0]:
+            grown = torch.zeros(max(top, 2 * self._rows.shape[0]), len(_F), dtype=torch.bool)
+            grown[:self._rows.shape[0]] = self._rows
+            self._rows = grown
         for i, text in zip(new, texts):
             self._known[i] = token_flags(text)
+        self._rows[torch.tensor(new)] = torch.tensor([self._known[i] for i in new], dtype=torch.bool)
+        self._version += 1
+
+    def observe(self, ids: list[int]) -> None:
+        """Classify the ids of a piece about to be read (host ints), so a later `table` on an accelerator knows them."""
+        self._classify(ids)
+
+    def _lut(self, device) -> torch.Tensor:
+        """The (ids, F) table on `device`, copied again after new ids were classified (without waiting: pinned)."""
+        from ..devices import to_device
+
+        got = self._on.get(device)
+        if got is None or got[0] != self._version:
+            got = self._on[device] = (self._version, to_device(self._rows, device, torch.bool))
+        return got[1]
 
     def table(self, tok: torch.Tensor) -> dict[str, torch.Tensor]:
         """{flag name: bool tensor shaped like `tok`} for every flag in _F."""
-        uniq = tok.unique().tolist()
-        self._classify(uniq)
-        lut = torch.tensor([self._known[i] for i in uniq], dtype=torch.bool, device=tok.device).view(len(uniq), len(_F))
-        pos = torch.searchsorted(torch.tensor(uniq, dtype=tok.dtype, device=tok.device), tok.contiguous())
-        rows = lut[pos]  # (..., N, F)
+        if on_host(tok):
+            self._classify(tok.unique().tolist())
+        lut = self._lut(tok.device)
+        rows = lut[tok.clamp(0, max(lut.shape[0] - 1, 0))] if lut.shape[0] else \
+            torch.zeros(*tok.shape, len(_F), dtype=torch.bool, device=tok.device)  # (..., N, F)
         return {name: rows[..., k] for k, name in enumerate(_F)}
 
     def flags(self, tok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -142,7 +172,7 @@ def unit_starts(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) -> t
     ends = sentence_ends(src, tok, table)
     blank = table.table(tok)["blank"]
     N = src.shape[-1]
-    idx = torch.arange(N).expand_as(src)
+    idx = torch.arange(N, device=src.device).expand_as(src)
     gap = torch.ones_like(src, dtype=torch.bool)
     gap[..., 1:] = src[..., 1:] != src[..., :-1] + 1
     content = ~blank
@@ -173,7 +203,8 @@ def segment_ids(starts: torch.Tensor, max_len: int) -> torch.Tensor:
 def segment_means(seg: torch.Tensor, score: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row: (mean score, length) of every segment, (R, S_max) padded with (-inf, 0)."""
     R, N = seg.shape
-    S = int(seg.max()) + 1 if seg.numel() else 0
+    # segments are numbered 0.. along each row, at most one per entry: N bounds their count without reading it
+    S = count_or_bound(lambda: seg.max() + 1, N, seg) if seg.numel() else 0
     total = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, score.float())
     count = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, torch.ones_like(score, dtype=torch.float32))
     mean = torch.where(count > 0, total / count.clamp_min(1), torch.full_like(total, float("-inf")))
@@ -181,7 +212,7 @@ def segment_means(seg: torch.Tensor, score: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, taken: torch.Tensor,
-                  exact: bool) -> torch.Tensor:
+                  exact: bool, longest: int | None = None) -> torch.Tensor:
     """Add whole segments to `taken` (R, N) bool, best mean `score` first, up to `budget` (R,) more entries.
 
     Segments with any taken entry are skipped. exact=False: the best segments while they fit (a prefix of the
@@ -189,7 +220,11 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
     the remaining budget is taken whole (smaller ones further down fill the room a big one leaves), and only
     what no whole free segment fits is filled with single entries, taken from the *worst*-ranked free segments
     -- so a well-ranked sentence at the budget's edge is kept whole or not at all, never cut mid-way,
-    and exactly `budget` entries are added (when enough are left). Returns the new `taken`.
+    and exactly `budget` entries are added (when enough are left). `longest`: no segment is longer (default: N).
+    Returns the new `taken`.
+
+    No value is read on the host off the CPU (the loops run a fixed number of steps there, bounded by `longest`:
+    the room left after the prefix is shorter than the first segment that did not fit).
     """
     R, N = seg.shape
     out = taken.clone()
@@ -201,28 +236,36 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
     olen = length.gather(-1, order)                                           # (R, S) lengths in rank order
     cum = olen.cumsum(-1)
     fits = (cum <= budget[:, None]) & valid                                   # prefix of segments that fit
+    longest = min(N, longest or N)
     if exact:
         left = budget - (cum * fits).max(-1).values                           # (R,) room after the prefix
-        nfit = fits.long().sum(-1)
-        for j in range(int(nfit.min()) if R else 0, order.shape[-1]):          # greedy: smaller ones further down
-            if not bool((left > 0).any()):
+        # smaller segments further down the ranking, greedily: each step takes, per row, the first segment past the
+        # last one taken (past the prefix) that fits the room left -- the scan down the ranking, a take at a time
+        nxt = fits.long().sum(-1)                                             # (R,) first column to look at
+        cols = torch.arange(order.shape[-1], device=seg.device)
+        for _ in range(longest):                                              # each take shrinks the room by >= 1
+            cand = valid & (olen <= left[:, None]) & (cols >= nxt[:, None])
+            has = cand.any(-1)                                                # (R,)
+            if on_host(has) and not bool(has.any()):
                 break
-            ok = valid[:, j] & (olen[:, j] <= left) & (j >= nfit)
-            fits[:, j] |= ok
-            left = left - olen[:, j] * ok
+            j = cand.long().argmax(-1)                                        # (R,) the first candidate
+            fits.scatter_(-1, j[:, None], (has | fits.gather(-1, j[:, None])[:, 0])[:, None])
+            left = left - olen.gather(-1, j[:, None])[:, 0] * has
+            nxt = torch.where(has, j + 1, nxt)
     chosen = torch.zeros_like(mean, dtype=torch.bool).scatter_(-1, order, fits)
     out |= chosen.gather(-1, seg)
     if exact:
-        left = budget - (out.long().sum(-1) - taken.long().sum(-1))           # (R,)
-        if int(left.max()) > 0:  # no free whole segment fits: single entries of the worst-ranked segments
+        left = budget - (out.long().sum(-1) - taken.long().sum(-1))           # (R,) < longest
+        k = count_or_bound(lambda: left.max(), longest, left)
+        if k > 0:  # no free whole segment fits: single entries of the worst-ranked segments
             S = order.shape[-1]
-            seg_rank = torch.empty_like(order).scatter_(-1, order, torch.arange(S).expand(R, S))  # (R, S)
-            pos = torch.arange(N).expand(R, N)
+            seg_rank = torch.empty_like(order).scatter_(-1, order, torch.arange(S, device=seg.device).expand(R, S))
+            pos = torch.arange(N, device=seg.device).expand(R, N)
             key = seg_rank.gather(-1, seg) * (N + 1) + (N - pos)              # worst segment, its first entries
             free = ~out & valid.gather(-1, seg_rank).gather(-1, seg)
             key = torch.where(free, key, torch.full_like(key, -1))
-            k = int(left.max())
-            top = key.topk(min(k, N), dim=-1)
-            pick = (top.values >= 0) & (torch.arange(top.indices.shape[-1]).expand_as(top.indices) < left[:, None])
+            top = key.topk(min(k, N), dim=-1)  # keys are unique: a larger k ranks the same entries first
+            ranks = torch.arange(top.indices.shape[-1], device=seg.device).expand_as(top.indices)
+            pick = (top.values >= 0) & (ranks < left[:, None])
             out.scatter_(-1, top.indices, pick | out.gather(-1, top.indices))
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ..devices import count_or_bound
 from .scorer import Scores
 from .segments import segment_ids, take_segments
 
@@ -43,13 +44,16 @@ def select_segments(scores: Scores, starts: torch.Tensor, budget: int, alpha: fl
     taken = torch.zeros(R, n, dtype=torch.bool, device=cap.device)
     t = min(int(round(alpha * budget)), budget)
     if t > 0:
-        taken = take_segments(seg, nov, torch.full((R,), t, device=cap.device), taken, exact=False)
+        taken = take_segments(seg, nov, torch.full((R,), t, device=cap.device), taken, exact=False, longest=max_len)
     by_nuc = taken.clone()
-    taken = take_segments(seg, cap, budget - taken.long().sum(-1), taken, exact=True)
+    taken = take_segments(seg, cap, budget - taken.long().sum(-1), taken, exact=True, longest=max_len)
     short = budget - taken.long().sum(-1)                                 # (R,)
-    if int(short.max()) > 0:  # fewer free segments than the budget (tiny pots): best single entries
-        extra = cap.masked_fill(taken, float("-inf")).topk(int(short.max()), dim=-1).indices
+    k = count_or_bound(lambda: short.max(), budget, short)               # off the CPU: never read, at most budget
+    if k > 0:  # fewer free segments than the budget (tiny pots): best single entries
+        extra = cap.masked_fill(taken, float("-inf")).topk(min(k, n), dim=-1).indices
         rank = torch.arange(extra.shape[-1], device=extra.device).expand_as(extra)
-        taken.scatter_(-1, extra, rank < short[:, None])
-    idx = taken.nonzero()[:, 1].view(R, budget)                           # ascending per row
+        taken.scatter_(-1, extra, (rank < short[:, None]) | taken.gather(-1, extra))
+    # the `budget` taken entries of each row, ascending (nonzero would read their count on the host)
+    cols = torch.arange(n, device=cap.device).expand(R, n)
+    idx = torch.where(taken, cols, n).sort(-1).values[:, :budget]
     return idx.view(r1, r2, budget), by_nuc.view(r1, r2, n)

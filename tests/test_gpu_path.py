@@ -1,0 +1,291 @@
+"""The GPU path, checked on the CPU: the pot's preallocated buffer, a reading loop that never reads a value on the
+host off the CPU (devices.as_if_on_accelerator runs those code paths here, against the CPU's own results), the
+CUDA-graph decode step's position-from-tensor arithmetic, and the prepared GPU check's smoke run. Tests that need
+CUDA itself skip without it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+from infinipot_cli.devices import as_if_on_accelerator
+from infinipot_cli.engine import Engine, PotConfig
+from tiny_models import VOCAB, make_model
+
+HEADER = list(range(3, 9))
+CATALYST = [20, 21, 22, 23, 24, 25, 26]
+FOCUS = (3, 6)  # the question's rows inside the catalyst
+
+HOST_READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy", "nonzero", "unique",
+              "masked_select", "bincount", "unique_consecutive"}
+# CPU-only by construction (they return before reading anything for a tensor on an accelerator), or work on the
+# host copies of the evicted positions (archive.py), which are CPU tensors on a GPU too
+CPU_ONLY = {"attention.py:_plain_causal", "archive.py:_evict", "archive.py:add"}
+
+
+class SentenceTok:
+    """A tokenizer whose every seventh id ends a sentence."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(" w." if i % 7 == 0 else f" w{i}" for i in ids)
+
+    def batch_decode(self, batch, skip_special_tokens=True):
+        return [self.decode(x) for x in batch]
+
+
+class HostReads(TorchFunctionMode):
+    """Records every call that reads tensor values on the host (on CUDA: a wait for the queue) made from
+    infinipot's own code, as 'file.py:function'."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        bool_index = name == "__getitem__" and any(
+            isinstance(a, torch.Tensor) and a.dtype == torch.bool for a in (args[1:2] if len(args) > 1 else ()))
+        if name in HOST_READS or bool_index:
+            f = sys._getframe(1)
+            while f is not None and "infinipot_cli" not in f.f_code.co_filename:
+                if "/torch/" not in f.f_code.co_filename and "test_gpu_path" not in f.f_code.co_filename:
+                    f = None  # called from transformers or another library: not ours
+                    break
+                f = f.f_back
+            if f is not None:
+                where = f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_code.co_name}"
+                if where not in CPU_ONLY:
+                    self.seen.append(where)
+        return func(*args, **kwargs)
+
+
+def _doc(n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(10, VOCAB, (n,), generator=g).tolist()
+
+
+def _read(model, cfg, ids, focus=FOCUS, watch=False):
+    eng = Engine(model, SentenceTok(), cfg, catalyst_ids=CATALYST, catalyst_focus=focus)
+    eng.pin(HEADER)
+    mode = HostReads() if watch else None
+    if mode is not None:
+        with mode:
+            eng.feed(ids)
+    else:
+        eng.feed(ids)
+    return eng, (mode.seen if mode is not None else [])
+
+
+def _same_pot(a, b):
+    assert a.cycles == b.cycles > 0
+    assert torch.equal(a.pot.src, b.pot.src) and torch.equal(a.pot.tok, b.pot.tok)
+    for x, y in zip(a.pot.cache.layers, b.pot.cache.layers):
+        assert torch.equal(x.keys, y.keys) and torch.equal(x.values, y.values)
+    assert torch.equal(a.archive.ids(), b.archive.ids()) and a.archive._segs == b.archive._segs
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model("llama3")
+
+
+@pytest.mark.parametrize("segment", [48, 0])
+def test_reading_reads_nothing_on_the_host_off_the_cpu(model, segment):
+    """A question read (CaP-Q: scores, NuC, sentence units, selection, gather, CR-RoPE, archive) takes the
+    accelerator's paths without one host read of our own, and keeps exactly what the CPU's paths keep."""
+    cfg = PotConfig(size=128, keep=64, chunk=16, segment=segment, nuc_sample=False)
+    ids = _doc(700)
+    want, _ = _read(model, cfg, ids)
+    with as_if_on_accelerator():
+        got, reads = _read(model, cfg, ids, watch=True)
+    assert sorted(set(reads)) == []
+    _same_pot(got, want)
+
+
+def test_general_read_reads_on_the_host_once_a_distillation_to_spread(model):
+    """A general read (no question) spreads its budget over the document (spread.py): its stretches' counts are
+    the one host read a distillation still makes; its pot is the CPU path's."""
+    cfg = PotConfig(size=128, keep=64, chunk=16, nuc_sample=False, spread=4)
+    ids = _doc(500, seed=3)
+    want, _ = _read(model, cfg, ids, focus=None)
+    with as_if_on_accelerator():
+        got, reads = _read(model, cfg, ids, focus=None, watch=True)
+    assert reads == ["spread.py:spread_select"] * (2 * got.cycles)  # bincount's size, then its values: one wait
+    _same_pot(got, want)
+
+
+@pytest.mark.parametrize("method", ["h2o", "tova", "streaming"])
+def test_per_head_policies_keep_the_same_off_the_cpu(model, method):
+    cfg = PotConfig.resolve(method, {"size": 96, "keep": 48, "chunk": 16})
+    ids = _doc(300, seed=5)
+    want, _ = _read(model, cfg, ids)
+    with as_if_on_accelerator():
+        got, _ = _read(model, cfg, ids)
+    _same_pot(got, want)
+
+
+def test_sampled_novelty_reads_nothing_on_the_host_off_the_cpu(model):
+    """NuC over a sample of the vocabulary (a head over NuC's budget) counts the chunk's own ids once each: off the
+    CPU without `unique` (its size would be read on the host), the same values."""
+    from infinipot_cli.scoring.nuc import Sample
+
+    w = model.lm_head.weight
+    sample = Sample(w, 64)
+    g = torch.Generator().manual_seed(7)
+    h = torch.randn(40, w.shape[1], generator=g)
+    targets = torch.randint(0, w.shape[0], (40,), generator=g)
+    targets[5:9] = targets[4]  # repeats
+    want = sample.nll(model, h, targets)
+    mode = HostReads()
+    with as_if_on_accelerator(), mode:
+        got = sample.nll(model, h, targets)
+    assert mode.seen == []
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_the_pot_is_one_buffer_written_in_place(model):
+    """Reading and distilling write into the same preallocated (L, 1, H, M, D) buffers; every layer's keys are a
+    view of them; the pot never holds more than M entries."""
+    cfg = PotConfig(size=128, keep=64, chunk=16)
+    eng = Engine(model, SentenceTok(), cfg, catalyst_ids=CATALYST, catalyst_focus=FOCUS)
+    eng.pin(HEADER)
+    eng.feed(_doc(40))
+    cache = eng.pot.cache
+    k, v = cache.k, cache.v
+    assert k.shape[0] == model.config.num_hidden_layers and k.shape[3] == 128
+    eng.feed(_doc(600, seed=2))
+    assert eng.cycles > 0 and cache.k is k and cache.v is v  # never reallocated
+    for i, layer in enumerate(cache.layers):
+        assert layer.keys.data_ptr() == k[i].data_ptr() and layer.keys.shape[-2] == len(eng.pot)
+    assert eng.pot.peak_entries <= 128
+
+
+def test_an_unbounded_pot_grows_its_buffer(model):
+    cfg = PotConfig.resolve("full", {})
+    eng = Engine(model, SentenceTok(), cfg, catalyst_ids=CATALYST)
+    eng.pot.cache.capacity = 64  # small, to see it grow
+    eng.pin(HEADER)
+    ids = _doc(300)
+    eng.feed(ids)
+    eng.finish()
+    assert len(eng.pot) == len(HEADER) + 300 <= eng.pot.cache.capacity
+    assert eng.pot.tok[0, 0, len(HEADER):].tolist() == ids
+
+
+def test_the_graphed_steps_arithmetic_is_the_eager_steps(model):
+    """The CUDA graph's body takes the position from a tensor (RoPE tables indexed, masks compared, the row
+    written at it): run eagerly on the CPU it gives the eager step's hidden state and cache, bit for bit."""
+    from infinipot_cli import decode_step
+    from infinipot_cli.answer_cache import AnswerCache
+    from infinipot_cli.graphed_step import GraphedStep
+    from infinipot_cli.model import with_cache
+
+    step = decode_step.DecodeStep(model)
+    prompt = torch.tensor([_doc(37, seed=9)])
+
+    def cache():
+        c = AnswerCache(64)
+        model.model(input_ids=prompt, use_cache=True, **with_cache(model.model, c))
+        return c
+
+    a, b = cache(), cache()
+    with torch.inference_mode():
+        want = step(123, a)
+        g = GraphedStep()
+        rows = [b.layers[L.layer_idx].next_row() for L in step.layers]
+        keys, values = [k for k, _, _ in rows], [v for _, v, _ in rows]
+        cap = keys[0].shape[1]
+        g.token = torch.tensor([123])
+        g.pos = torch.tensor([rows[0][2]])
+        x0 = step.embed(g.token)
+        tables = step._rope_at(x0, torch.arange(cap)[None])
+        got = g._body(step, tables, torch.arange(cap), keys, values)
+    assert torch.equal(got, want)
+    for la, lb in zip(a.layers, b.layers):
+        assert torch.equal(la.buffers()[0], lb.buffers()[0]) and torch.equal(la.buffers()[1], lb.buffers()[1])
+
+
+def test_graphs_are_off_the_cpu_and_on_request():
+    from infinipot_cli import graphed_step
+
+    assert not graphed_step.wanted(torch.device("cpu"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_answers_are_the_eager_steps():  # pragma: no cover - CUDA only
+    from infinipot_cli import decode_step
+    from infinipot_cli.decode import generate
+    from infinipot_cli.answer_cache import AnswerCache
+
+    model = make_model("llama3").cuda()
+    prompt = _doc(40, seed=4)
+    outs = []
+    for graphs in (False, True):
+        decode_step.enable(model, True)
+        step = decode_step.for_model(model)
+        if not graphs:
+            step.graphed = None
+        outs.append(generate(model, AnswerCache(200), prompt, 150))
+    assert outs[0] == outs[1]
+
+
+def _smoke(tmp_path, cells=None, monkeypatch=None) -> dict:
+    from infinipot_cli.evaluate import gpu_check
+
+    if cells is not None:
+        monkeypatch.setattr(gpu_check, "plan", lambda smoke, real: cells)
+    assert gpu_check.main(["--smoke", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "gpu-check.json").read_text())
+    got = {c["name"]: c for c in data["cells"]}
+    assert all(c["status"] == "ok" for c in got.values()), got
+    for c in got.values():
+        if c["kind"] == "speed":
+            assert c["read_tok_s"] > 0 and c["length"] == c["length_target"]
+        else:
+            assert c["n"] == 12 and c["compared"] == 0  # no CPU answers for the tiny model: nothing compared
+    return data
+
+
+def test_the_gpu_check_runs_on_the_cpu(tmp_path, monkeypatch):
+    """The prepared GPU check's smoke mode, one cell of each kind (a speed worker that distills, the needle bench
+    compared with the CPU's answers): its table printed and its JSON written."""
+    from infinipot_cli.evaluate import gpu_check
+
+    cells = [c for c in gpu_check.plan(True, False) if c.kind == "needle" or c.name == "tiny-llama infinipot 1K"]
+    data = _smoke(tmp_path, cells, monkeypatch)
+    assert data["cells"][0]["cycles"] > 0
+
+
+@pytest.mark.slow
+def test_the_whole_gpu_check_runs_on_the_cpu(tmp_path):
+    data = _smoke(tmp_path)
+    assert len(data["cells"]) == 7
+    assert set(data["summary"]) == {"tiny-llama 1K infinipot/plain", "tiny-llama 2K infinipot/plain"}
+
+
+def test_a_cell_out_of_time_is_killed_and_the_run_goes_on(tmp_path, monkeypatch):
+    from infinipot_cli.evaluate import gpu_check
+
+    code, _, secs = gpu_check.spawn([sys.executable, "-c", "import time; time.sleep(60)"], 1.0, "sleeper")
+    assert code is None and secs < 10
+    cells = gpu_check.plan(True, False)[:2]
+    monkeypatch.setattr(gpu_check, "plan", lambda smoke, real: cells)
+    assert gpu_check.main(["--smoke", "--out", str(tmp_path), "--budget-s", "5"]) == 0  # too little for any cell
+    got = json.loads((tmp_path / "gpu-check.json").read_text())["cells"]
+    assert [c["status"] for c in got] == ["skipped", "skipped"]
+
+
+def test_answers_are_compared_with_the_cpus():
+    from infinipot_cli.evaluate.gpu_check import compare, expected_answers
+
+    want = expected_answers()["needle-8k"]
+    assert len(want) == 12
+    same = compare([dict(w) for w in want], want)
+    assert same["identical"] == same["compared"] == same["n"] == 12
+    other = compare([{**want[0], "answer": "something else"}], want)
+    assert other["identical"] == 0 and other["compared"] == 1
