@@ -6,8 +6,8 @@ tokens. A read goes through `Session` exactly as the CLI's (start, expect in the
 scores what stdout shows, "The document does not seem to say."). `full` and `snapkv` are skipped as OOD when the
 whole input does not fit the model's position range, as in `bench needle`.
 
-Every record traces where the answer's needles were (`needles`): for each inserted sentence that holds a
-reference (a niah needle, a vt chain link) and each reference value, the share of its tokens that the pot held
+Every record traces where the needles were (`needles`): for each inserted sentence (a niah needle, `answer`
+when it holds a reference, else a distractor with another key; a vt chain link) and each reference value, the share of its tokens that the pot held
 after the read (mean over heads, and the share of heads holding all of it) and the share in the text the answer
 was written from (after the final narrowing and any recall). `cause` then names why a reference is missing
 from the answer: `evicted` (nothing of it left), `partial` (some of its tokens), `not answered` (held whole,
@@ -89,7 +89,10 @@ def encode_document(tokenizer, sample: Sample) -> tuple[list[int], list[dict]]:
             at = sample.document.find(t)
             while at >= 0:
                 s, e = span(at, at + len(t))
-                spans.append({"kind": kind, "text": t, "start": s, "stop": e})
+                row = {"kind": kind, "text": t, "start": s, "stop": e}
+                if kind == "needle":  # does it hold a reference, or is it a distractor (another key's)?
+                    row["answer"] = any(o in t for o in sample.outputs)
+                spans.append(row)
                 at = sample.document.find(t, at + len(t))
     return ids, spans
 

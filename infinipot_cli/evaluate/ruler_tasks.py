@@ -134,7 +134,7 @@ class Sample:
     outputs: list[str]                      # the references
     max_new_tokens: int
     metric: str = "string_match_all"
-    needles: list[str] = field(default_factory=list)   # the inserted sentences that hold the answer (to trace)
+    needles: list[str] = field(default_factory=list)   # the inserted sentences (niah needles, vt links), to trace
     units: int = 0                          # haystack units used (words, sentences, list entries)
 
     def as_dict(self) -> dict:
@@ -307,8 +307,7 @@ def niah(task: Task, n: int, rng: random.Random, seed: int) -> tuple[str, str, s
     intro = _singular(NIAH_INTRO, one).format(type_needle_v=kind)
     question = _singular(NIAH_QUESTION, one).format(type_needle_v=kind, query=query)
     prefix = _singular(NIAH_PREFIX, one).format(type_needle_v=kind, query=query)
-    held = [s for s in needles if any(v in s for v in outputs)]
-    return intro + context, question, prefix, outputs, held
+    return intro + context, question, prefix, outputs, needles
 
 
 # ---- variable tracking (variable_tracking.py) ------------------------------------------------------------
@@ -487,11 +486,12 @@ def generate(task_name: str, length: int, seed: int = 0, index: int = 0, count: 
         n = n or step
         if sizes is not None:
             sizes[key] = n
-    while True:  # this sample's draws may run longer: fewer units, as RULER steps back
-        doc, q, p, outputs, needles = make(n, _rng(seed, task.name, length, index))
-        if total(doc, q, p) <= length or n <= step:
+    back = max(1, step // 25)
+    while True:  # this sample's draws may run longer: fewer units (RULER steps back a whole search step,
+        doc, q, p, outputs, needles = make(n, _rng(seed, task.name, length, index))  # 25 lines: a 4K
+        if total(doc, q, p) <= length or n <= back:  # niah_multikey_3 then holds 2K tokens)
             break
-        n -= step
+        n -= back
     return Sample(task.name, index, doc, q, p, list(outputs), budget, task.metric, needles, n)
 
 
