@@ -2,7 +2,7 @@
 it names (honesty.py). `ask` (both flows), `chat` and `bench qa` call `ground` after Engine.answer.
 
     answer     what stdout shows: the model's answer, or honesty.NOT_SAID when it names something the
-               document does not contain
+               document does not contain (a list answer: its items that name such a thing are left out)
     guess      the model's own answer (shown on stderr and in --json when it was withheld)
     evidence   [Passage]: at most three passages with their source and page / chapter / section / line
     unsupported  the specifics of the guess that the document does not contain
@@ -67,5 +67,7 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
         if text is None:
             text = ctx.text(engine.tok)
         bad = honesty.unsupported(guess, question, text)
-    answer = honesty.NOT_SAID if bad else guess
+    answer = guess
+    if bad:  # a list keeps its supported items (honesty.supported_items); anything else is withheld whole
+        answer = honesty.supported_items(guess, question, text) or honesty.NOT_SAID
     return Grounded(answer, guess, passages, bad)

@@ -82,6 +82,31 @@ def unsupported(answer: str, question: str, text: str) -> list[str]:
     return [c for c in claims(answer, question) if not found(c, text, low)]
 
 
+_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+\S")
+
+
+def supported_items(answer: str, question: str, text: str) -> str | None:
+    """A list answer with the items that name what `text` lacks left out: each item of a list is a claim of
+    its own (as each sentence of a summary's overview is), so one invented item does not withhold the items the
+    document holds. None when the answer is not a list of at least two items, when a line outside the items
+    names what `text` lacks, or when no item is left."""
+    lines = answer.split("\n")
+    items = [i for i, ln in enumerate(lines) if _ITEM.match(ln)]
+    if len(items) < 2:
+        return None
+    low = text.lower()
+    kept = []
+    for i, ln in enumerate(lines):
+        bad = [c for c in claims(ln, question) if not found(c, text, low)]
+        if bad and i not in items:
+            return None
+        if not bad:
+            kept.append(ln)
+    if not any(_ITEM.match(ln) for ln in kept):
+        return None
+    return "\n".join(kept).strip()
+
+
 def document_text(engine, limit: int = MAX_DOCUMENT_TOKENS) -> str | None:
     """The text of the document as read, from the pot and its archive (every token read, with the default
     shared selection); None when the document is longer than `limit` tokens or some tokens are held by
