@@ -71,9 +71,15 @@ class Stopper:
     __call__ = should_stop
 
     def trim(self, text: str) -> str:
-        """`text` up to where the answer ends (the first end found), without trailing whitespace."""
+        """`text` up to where the answer ends (the first end found), without trailing whitespace. The answer has
+        ended, so its last line counts as a finished list item too."""
         c = self.cut(text)
-        return (text if c is None else text[:c]).rstrip()
+        out = (text if c is None else text[:c]).rstrip()
+        if self.mode == "question":
+            last = self.list_repeat_cut(out + "\n")
+            if last is not None:
+                out = out[:last].rstrip()
+        return out
 
     def cut(self, text: str) -> int | None:
         """The character index where the answer ends, or None while it goes on."""

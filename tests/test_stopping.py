@@ -83,6 +83,7 @@ def test_a_list_that_repeats_an_item_ends_before_it():
     text = ":\n\n- 4731444\n- 3219037\n- 9909392\n- 9909392\n- 4731444\n"
     assert s.trim(text) == ":\n\n- 4731444\n- 3219037\n- 9909392"
     assert s.trim("1. tar\n2. gzip\n3. Tar.\n") == "1. tar\n2. gzip"
+    assert s.trim(":\n\n1. 1084503\n2. 5725836\n3. 5725836") == ":\n\n1. 1084503\n2. 5725836"  # the last line, at the end
     assert not s.should_stop([], "- 4731444\n- 47314")  # an item not yet finished
     assert not s.should_stop([], "- 47\n- 4731444\n") and not s.should_stop([], "see:\n- a b\n- a c\n")
 
