@@ -27,6 +27,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
 _IDENT = re.compile(r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[~./]?[\w.-]*[_/][\w./-]*[\w]|[A-Za-z]+\d[\w.-]*|"
                     r"[a-z]+[A-Z]\w*|\w+(?:\.\w+)+\(?\)?)")
 _WORD = re.compile(r"[A-Z][\w'-]*")
+_NUMBERED = re.compile(r"^[ \t]*\d{1,3}[.)][ \t]+(?=\S)", re.MULTILINE)  # a numbered list item's number
 # Capitalised words that name nothing by themselves (sentence-initial words are skipped anyway)
 COMMON = frozenset("""I A An The This That These Those It Its In On At To For Of And Or But If When Where Which Who
 What Why How Yes No Not None Answer Question Document Text According Section Chapter Page Line Note See Also
@@ -39,9 +40,12 @@ def _norm_number(s: str) -> str:
 
 def claims(answer: str, question: str = "") -> list[str]:
     """The specifics of `answer` that the question does not already name: numbers, identifiers, capitalised
-    names (not the first word of a sentence, not in COMMON), in order, without repeats."""
+    names (not the first word of a sentence, not in COMMON), in order, without repeats. The item numbers of a
+    numbered list (two or more lines "1. ...") are the answer's own, not claims."""
     asked = question.lower()
     out: list[str] = []
+    if len(_NUMBERED.findall(answer)) >= 2:  # a list, not an answer that starts "1724. The ..."
+        answer = _NUMBERED.sub("", answer)
 
     def add(c: str) -> None:
         c = c.strip(".,;:'\"`()[]{}")
