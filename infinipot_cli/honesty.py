@@ -86,7 +86,7 @@ def unsupported(answer: str, question: str, text: str) -> list[str]:
     return [c for c in claims(answer, question) if not found(c, text, low)]
 
 
-_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+\S")
+_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+(?=\S)")  # a list item's marker
 
 
 def supported_items(answer: str, question: str, text: str) -> str | None:
@@ -101,7 +101,8 @@ def supported_items(answer: str, question: str, text: str) -> str | None:
     low = text.lower()
     kept = []
     for i, ln in enumerate(lines):
-        bad = [c for c in claims(ln, question) if not found(c, text, low)]
+        body = _ITEM.sub("", ln) if i in items else ln  # an item's own number ("12.") is no claim
+        bad = [c for c in claims(body, question) if not found(c, text, low)]
         if bad and i not in items:
             return None
         if not bad:

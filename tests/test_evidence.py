@@ -89,6 +89,7 @@ def test_a_list_answer_loses_only_its_invented_items():
     assert honesty.supported_items(guess, "Which numbers?", doc) == ":\n\n* 6213473\n* 7858859"
     assert honesty.supported_items("It is 4234444.", "Which?", doc) is None          # not a list
     assert honesty.supported_items("* 4234444\n* 5555555", "Which?", doc) is None      # nothing left
+    assert honesty.supported_items("11. 6213473\n12. 4234444", "Which?", doc) == "11. 6213473"
     assert honesty.supported_items("Uid 41:\n* 6213473\n* 7858859", "Which?", doc) is None  # outside the items
     assert honesty.unsupported("1. 6213473\n12. 7858859", "Which?", doc) == []  # item numbers are no claims
     assert honesty.unsupported("It is 12. Then 6213473.", "Which?", doc) == ["12"]
