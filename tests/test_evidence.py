@@ -82,6 +82,19 @@ def test_unsupported_specifics(answer, bad):
     assert honesty.unsupported(answer, "Which one?", DOC) == bad
 
 
+def test_a_list_answer_loses_only_its_invented_items():
+    doc = "The numbers are 6213473 and 7858859, and the user is proxy."
+    guess = ":\n\n* 6213473\n* 4234444\n* 7858859"
+    assert honesty.supported_items(guess, "Which numbers?", doc) == ":\n\n* 6213473\n* 7858859"
+    assert honesty.supported_items("It is 4234444.", "Which?", doc) is None          # not a list
+    assert honesty.supported_items("* 4234444\n* 5555555", "Which?", doc) is None      # nothing left
+    assert honesty.supported_items("11. 6213473\n12. 4234444", "Which?", doc) == "11. 6213473"
+    assert honesty.supported_items("Uid 41:\n* 6213473\n* 7858859", "Which?", doc) is None  # outside the items
+    assert honesty.unsupported("1. 6213473\n12. 7858859", "Which?", doc) == []  # item numbers are no claims
+    assert honesty.unsupported("It is 12. Then 6213473.", "Which?", doc) == ["12"]
+    assert honesty.unsupported("12. Then 6213473.", "Which?", doc) == ["12"]  # one line: not a list
+
+
 def test_words_of_the_question_are_not_claims():
     assert honesty.claims("Version 1.12-1 fixed it.", "What did version 1.12-1 fix?") == []
 

@@ -78,9 +78,20 @@ def test_summary_is_not_cut_at_its_first_sentence():
     assert not s.should_stop([], text) and s.trim(text) == text
 
 
+def test_a_list_that_repeats_an_item_ends_before_it():
+    s = Stopper("question", prefix="The special magic numbers for x are")
+    text = ":\n\n- 4731444\n- 3219037\n- 9909392\n- 9909392\n- 4731444\n"
+    assert s.trim(text) == ":\n\n- 4731444\n- 3219037\n- 9909392"
+    assert s.trim("1. tar\n2. gzip\n3. Tar.\n") == "1. tar\n2. gzip"
+    assert s.trim(":\n\n1. 1084503\n2. 5725836\n3. 5725836") == ":\n\n1. 1084503\n2. 5725836"  # the last line, at the end
+    assert not s.should_stop([], "- 4731444\n- 47314")  # an item not yet finished
+    assert not s.should_stop([], "- 47\n- 4731444\n") and not s.should_stop([], "see:\n- a b\n- a c\n")
+
+
 # ---- streaming writes exactly the trimmed answer --------------------------------------------------
 @pytest.mark.parametrize("text, mode", [(LOOP, "question"), (" The keeper's cat was called Biscuit. She was", "question"),
-                                        ("A summary. Of two sentences" + "\n" * 14, "summary")])
+                                        ("A summary. Of two sentences" + "\n" * 14, "summary"),
+                                        (":\n- 4731444\n- 3219037\n- 4731444\n- 3219037\n- 1", "question")])
 def test_stream_writes_exactly_the_trimmed_answer(text, mode):
     stopper, out = Stopper(mode), []
     stream = StopStream(stopper, out.append)

@@ -4,6 +4,7 @@
     infinipot bench speed  --lengths 2k,8k,32k --methods infinipot,plain,prefill
     infinipot bench qa     --corpus CORPUS --docs gzip-man,tar-man --flows direct,read-then-ask
     infinipot bench summary --corpus corpus.json --docs libtasn1,gzip-man --methods infinipot,head,tail
+    infinipot bench ruler  --lengths 4k,8k --tasks all --methods infinipot,full --flow direct,read-then-ask
 
 Tables go to stdout; progress (tokens, tok/s, ETA) to stderr; JSON and PNG files to --out.
 The main app mounts this sub-app with `app.add_typer(bench_app, name="bench")`.
@@ -203,6 +204,88 @@ def needle_cmd(
     for t in trials_done:
         if t.get("trace_png"):
             con.print(f"trace: {out / t['trace_png']}")
+
+
+@bench_app.command("ruler")
+@with_knobs(SHORT)
+def ruler_cmd(
+    tasks: str = typer.Option("all", "--tasks", metavar="TASKS", help="Comma-separated RULER tasks (or prefixes, "
+                              "e.g. niah): niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, "
+                              "niah_multiquery, vt, cwe, fwe, or all. RULER's qa_1/qa_2 need SQuAD/HotpotQA "
+                              "downloads and are left out."),
+    lengths: str = typer.Option("4k,8k,16k,32k", "--lengths", "-l", metavar="LENGTHS",
+                                help="Lengths in tokens, RULER's: 4k,8k,16k,32k,64k,128k (the whole input counted "
+                                     "with the model's tokenizer, answer budget included)."),
+    methods: str = typer.Option("infinipot,full", "--methods", metavar="METHODS", rich_help_panel=P_POT,
+                                help=f"Comma-separated: {', '.join(METHODS)}, infinipot-paper (full and snapkv "
+                                     "only where the input fits the model's window)."),
+    flow: str = typer.Option("direct", "--flow", metavar="FLOWS", help="Comma-separated: direct (the question is "
+                             "the catalyst while reading, as `ask DOC q`), read-then-ask (read with the general "
+                             "catalyst, then ask, as `read --save-pot` + `ask --load-pot`)."),
+    samples: int = typer.Option(1, "--samples", "-n", metavar="N", min=1, help="Samples per (task, length)."),
+    seed: int = SeedOpt,
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", metavar="N", min=1,
+                                                 help="Answer budget (default: RULER's per task: niah 128, vt 30, "
+                                                      "cwe 120, fwe 50)."),
+    model: Optional[str] = ModelOpt,
+    device: Optional[str] = DeviceOpt,
+    dtype: Optional[str] = DtypeOpt,
+    threads: Optional[int] = ThreadsOpt,
+    out: Path = typer.Option(Path("bench-results/ruler"), "--out", "-o", metavar="DIR", rich_help_panel=P_IO,
+                             help="Folder for ruler.json, ruler.md and ruler.png."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", rich_help_panel=P_IO, help="No progress on stderr."),
+    knobs: dict = None,
+) -> None:
+    """RULER's synthetic tasks (needles among needles, several values and keys, UUIDs, variable chains, common
+    and frequent words): score per task x length per method and flow, answered as `ask` answers."""
+    from . import plots, report
+    from .needle import parse_flows
+    from .progress import Progress
+    from .ruler import RulerConfig, averages, markdown, run_ruler, summarize
+    from .ruler_tasks import essay_words, parse_tasks, verbs
+
+    try:
+        cfg = RulerConfig(tasks=parse_tasks(tasks), lengths=report.parse_lengths(lengths),
+                          methods=report.parse_methods(methods, METHODS), flows=parse_flows(flow), samples=samples,
+                          seed=seed, pot=knobs, max_new_tokens=max_new_tokens)
+        pot = _check_pot(cfg.methods, knobs)
+        essay_words(), verbs()  # the word sources are installed: fail before the model loads
+        lm = _load(model, device, dtype, threads)
+        runs = len(cfg.methods) * len(cfg.flows) * len(cfg.tasks) * cfg.samples
+        progress = Progress(sum(cfg.lengths) * runs, enabled=not quiet)
+        if not quiet:
+            typer.echo(f"ruler: {runs * len(cfg.lengths)} runs, {lm.name} on {lm.device} "
+                       f"({str(lm.dtype).removeprefix('torch.')}, {torch_threads()} threads), pot {pot.size}/{pot.keep}",
+                       err=True)
+        out.mkdir(parents=True, exist_ok=True)
+        records: list[dict] = []
+        t0 = time.perf_counter()
+
+        def doc(done: bool) -> dict:
+            summary = summarize(records)
+            return {"command": "ruler", "model": lm.name, "device": str(lm.device),
+                    "dtype": str(lm.dtype).removeprefix("torch."), "config": cfg.describe(), "complete": done,
+                    "elapsed_s": round(time.perf_counter() - t0, 2), "summary": summary,
+                    "averages": [{"method": m, "length": n, "average": a} for (m, n), a in averages(summary).items()],
+                    "records": records}
+
+        def on_record(rec: dict) -> None:  # rewritten after every answer: a long run keeps partial results
+            records.append(rec)
+            report.write_json(out / "ruler.json", doc(False))
+
+        run_ruler(lm, cfg, progress, on_record)
+        final = doc(True)
+        report.write_json(out / "ruler.json", final)
+        md = markdown(final["summary"], records, cfg.tasks, cfg.lengths)
+        report.write_text(out / "ruler.md", md)
+        png = plots.ruler_plot(averages(final["summary"]), out / "ruler.png",
+                               title=f"RULER ({len(cfg.tasks)} tasks, {cfg.samples} sample(s) each), "
+                                     f"M={pot.size}, C={pot.keep}\n{lm.name}")
+    except InfinipotError as e:
+        _fail(e)
+        return
+    sys.stdout.write(md)
+    sys.stdout.write(f"records: {out / 'ruler.json'}\nplot: {png}\n")
 
 
 @bench_app.command("speed")

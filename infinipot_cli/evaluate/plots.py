@@ -203,3 +203,26 @@ def _interp(v, trace: list[dict], direction: int):
     hi = (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
     out = np.where(v < xp[0], fp[0] + (v - xp[0]) * lo, out)
     return np.where(v > xp[-1], fp[-1] + (v - xp[-1]) * hi, out)
+
+
+def ruler_plot(averages: dict, path: Path, title: str = "") -> Path:
+    """RULER's average score (over its tasks) against length, one line per method · flow; a length where a
+    method was skipped (OOD) or some task is missing leaves a gap."""
+    labels = list(dict.fromkeys(m for m, _ in averages))
+    lengths = sorted({n for _, n in averages})
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    for label in labels:
+        ys = [averages.get((label, n)) for n in lengths]
+        ax.plot(range(len(lengths)), [float("nan") if y is None else y for y in ys], marker="o", label=label)
+    ax.set_xticks(range(len(lengths)), [fmt_tokens(n) for n in lengths])
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("RULER average (0-100)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "RULER", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
