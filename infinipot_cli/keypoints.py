@@ -172,8 +172,9 @@ def render(points: list[dict]) -> str:
 # ---- key points from the whole document as read ----------------------------------------------------------
 def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
     """(start position, length, text) of every sentence / paragraph unit of the document as read (the pot and
-    its archive), or None when some of it is held by neither."""
-    from .evidence import decode_all, document_tokens
+    its archive; cut at every source, page, chapter or section boundary), or None when some of it is held by
+    neither."""
+    from .evidence import decode_all, document_tokens, part_starts
 
     n = engine.tokens_read
     cached = getattr(engine, "_key_units", None)
@@ -185,6 +186,7 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
         tok = torch.tensor(ids, dtype=torch.long)
         starts = unit_starts(torch.arange(n)[None], tok[None], engine.boundaries)[0].clone()
         starts[0] = True
+        starts[[p for p in part_starts(engine.provenance) if p < n]] = True  # no sentence spans two sources or parts
         first = starts.nonzero().flatten().tolist()
         bounds = first + [n]
         texts = decode_all(engine.tok, [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
