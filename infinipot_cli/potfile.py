@@ -206,6 +206,9 @@ def check_save_target(path: str | os.PathLike, sources: tuple | list = (), force
     given = Path(path)
     if str(path) == "" or str(path) == "-":
         raise UsageError("--save-pot needs a file name (a pot cannot be written to stdout)")
+    if _stream_path(given):
+        raise UsageError(f"cannot write the pot to {given}: it is a device or a process's stream, never a pot "
+                         "file; give a regular file name")
     target = Path(os.path.realpath(given)) if given.is_symlink() else given
     folder = target.parent if str(target.parent) else Path(".")
     try:
@@ -234,6 +237,23 @@ def check_save_target(path: str | os.PathLike, sources: tuple | list = (), force
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write the pot to {given}: folder {folder} is not writable")
     return target
+
+
+def _stream_path(path: Path) -> bool:
+    """Whether `path`, or a link on the way to what it names, is a process's stream (/dev/stdout, /dev/fd/N,
+    /proc/PID/fd/N): it may end at a regular file (stdout redirected to one) that is no place for a pot."""
+    here = Path(os.path.abspath(path))
+    for _ in range(40):
+        s = str(here)
+        if s in ("/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty") or s.startswith(("/dev/fd/", "/proc/")):
+            return True
+        if not here.is_symlink():
+            return False
+        try:
+            here = Path(os.path.abspath(os.path.join(here.parent, os.readlink(here))))
+        except OSError:
+            return False
+    return False
 
 
 def partial_target(path: str | os.PathLike) -> Path:

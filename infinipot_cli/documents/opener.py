@@ -18,7 +18,7 @@ from .base import BLOCK_BYTES, Source, display_name
 from .epub import EpubSource
 from .html import HtmlSource
 from .pdf import PdfSource
-from .sniff import format_from_extension, format_from_magic, normalize_format, sniff_format
+from .sniff import format_from_extension, format_from_magic, normalize_format, not_a_document, sniff_format
 from .text import TextSource, read_block, read_head
 
 
@@ -95,6 +95,10 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
     if not head:
         f.close()
         raise InputError(f"{path} is empty")
+    why = not_a_document(head, path)
+    if why:
+        f.close()
+        raise InputError(why)
     kind = fmt if fmt != "auto" else sniff_format(head, path)
     if kind == "text":
         return TextSource(path, f, head, st.st_size, hash_file=path)
@@ -118,10 +122,10 @@ def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
         head = read_head(stream)
     except OSError as e:
         raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
-    if not head:
+    if not head or not_a_document(head, name):
         if close:
             stream.close()
-        raise InputError(f"{name} is empty")
+        raise InputError(not_a_document(head, name) or f"{name} is empty")
     kind = fmt
     if kind == "auto":
         kind = format_from_magic(head) or (format_from_extension(path) if path != "-" else None) or "text"
