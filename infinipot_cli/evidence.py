@@ -33,7 +33,7 @@ from typing import Sequence
 
 import torch
 
-from .archive import STOPWORDS, words
+from .archive import STOPWORDS, clip_words, count_words, words
 from .model import with_cache
 from .scoring import cap as cap_scores
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
@@ -237,7 +237,7 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
         first[s] = p if first[s] < 0 else min(int(first[s]), p)
         last[s] = max(int(last[s]), p)
     part = part_ids(first, part_at).tolist()  # (K,) the part of every unit's first token
-    nwords = [len(t.split()) for t in texts]
+    nwords = [count_words(t) for t in texts]
     per = max(8, max_words // max_passages)
     used: set[int] = set()
     out = []
@@ -268,8 +268,7 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
 
 
 def _clip_words(text: str, limit: int) -> str:
-    w = text.split()
-    return " ".join(w) if len(w) <= limit else " ".join(w[:limit]) + " …"
+    return clip_words(text, limit)
 
 
 # ---- locations ---------------------------------------------------------------------------------------------
