@@ -1,11 +1,12 @@
 """What should `summarize` print after its key points? Each document of the corpus is read once (as `summarize`
 reads it: infinipot, spread 16) and its summary written with every overview variant over the same pot:
 
-    pot        the model's overview over the pot (the design before), --max-new-tokens 384 (the CLI default)
+    pot        the model's overview over the pot, --max-new-tokens 384 (the CLI's)
     pot-short  the same, 96 tokens
-    points     the model's overview written over the key points alone, 384 tokens
-    points-short  the same, 96 tokens
-    none       key points only
+    none       key points only (the built-in model's default since this measurement)
+
+(An overview written over the key points alone in place of the document, "points" and "points-short", was
+measured with this script at commit 669884c and not kept: docs/results/summary.md, "The overview".)
 
 Measured per variant, on what the model wrote and on what is printed after summary.SupportedSentences' checks
 (docs/results/summary.md, "The overview"):
@@ -25,6 +26,7 @@ Usage (the machine's contention makes seconds comparable only within a run):
     python bench/overview_choice.py --corpus /work/corpus/corpus.json \\
         --docs users-and-groups,gzip-man,vim-usr02,shared-mime-info-spec,python-logging-howto,libtasn1 \\
         --out overview-choice.jsonl
+    python bench/overview_choice.py --table overview-choice.jsonl     # the totals per variant
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-VARIANTS = {"pot": ("pot", 384), "pot-short": ("pot", 96), "points": ("points", 384),
-            "points-short": ("points", 96), "none": ("none", 384)}
+VARIANTS = {"pot": (True, 384), "pot-short": (True, 96), "none": (False, 384)}
 SHORT = 96  # a "-short" variant is its long variant's text cut at the first sentence end after this many tokens:
             # greedy decoding writes the same tokens, and a summary stops at its first sentence end past its budget
 _CONTENT = re.compile(r"[a-z][a-z'-]{3,}")
@@ -89,14 +90,37 @@ def shortened(summary, tokenizer, document: str):
                                written=written[:cut])
 
 
+def table(rows: list[dict]) -> str:
+    """Totals per variant, as docs/results/summary.md shows them."""
+    out = ["| variant | written | printed | withheld | filler | fragments | words printed | parts named beyond the "
+           "key points | documents with no overview | content words found in the document |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for v in dict.fromkeys(r["variant"] for r in rows):
+        rs = [r for r in rows if r["variant"] == v]
+        tot = {k: sum(r[k] for r in rs) for k in ("written", "printed", "withheld", "filler", "fragments", "words",
+                                                   "new_parts")}
+        g = [r["grounded"] for r in rs if r["grounded"] is not None]
+        out.append(f"| {v} | {tot['written']} | {tot['printed']} | {tot['withheld']} | {tot['filler']} | "
+                   f"{tot['fragments']} | {tot['words']} | {tot['new_parts']} | {sum(r['printed'] == 0 for r in rs)} "
+                   f"of {len(rs)} | {sum(g) / len(g):.0%} |" if g else f"| {v} | 0 | 0 | 0 | 0 | 0 | 0 | 0 | "
+                   f"{len(rs)} of {len(rs)} | – |")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", required=True)
-    ap.add_argument("--docs", required=True, help="comma-separated corpus ids")
+    ap.add_argument("--corpus")
+    ap.add_argument("--docs", help="comma-separated corpus ids")
     ap.add_argument("--variants", default=",".join(VARIANTS))
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--table", metavar="JSONL", help="print the totals of a run's rows instead")
     a = ap.parse_args(argv)
+    if a.table:
+        print(table([json.loads(line) for line in open(a.table, encoding="utf-8")]))
+        return
+    if not (a.corpus and a.docs and a.out):
+        ap.error("--corpus, --docs and --out are needed to run")
 
     from infinipot_cli.config import SUMMARY_SPREAD, PotConfig
     from infinipot_cli.documents import open_source
@@ -118,12 +142,12 @@ def main(argv: list[str]) -> None:
         text = document_text(s.engine) or ""
         done = {}
         for name in a.variants.split(","):
-            source, budget = VARIANTS[name]
+            overview, budget = VARIANTS[name]
             t1 = time.perf_counter()
             if name.endswith("-short") and name[:-6] in done:
                 summary, seconds = shortened(done[name[:-6]], lm.tokenizer, text), None
             else:
-                summary = write_summary(s.engine, s.prompts, budget, overview=source, source=doc["path"])
+                summary = write_summary(s.engine, s.prompts, budget, overview=overview, source=doc["path"])
                 seconds = time.perf_counter() - t1
                 done[name] = summary
             row = {"doc": doc["id"], "tokens": s.engine.tokens_read, "read_s": round(read_s, 1), "variant": name,

@@ -234,7 +234,7 @@ def _stdin_piped() -> bool:
 
 
 # ---- the job ------------------------------------------------------------------------------------------
-def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
+def run_job(kind: str, sources: list[str], question: Optional[str], o: Options, overview: Optional[bool] = None):
     """Run a reading command (session.run) and print its result: the answer streamed to stdout, or one JSON
     object with --json. kind: "ask" | "summarize" | "read" | "chat" (returns the session for the chat loop)."""
     from .display import Display
@@ -243,7 +243,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
     job = Job(kind=kind, sources=list(sources), question=question, pot=None if o.load_pot else pot_config(o, kind),
               load_pot=o.load_pot, save_pot=o.save_pot, force=o.force, model=o.model, device=o.device,
               dtype=o.dtype, format=o.format, catalyst=o.catalyst, max_new_tokens=o.max_new_tokens,
-              notice=_waiting_notice(o))
+              overview=overview, notice=_waiting_notice(o))
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
     result = run(job, display, on_text=None if o.json_out or kind not in ("ask", "summarize") else _stdout_writer())
     if kind == "chat":
@@ -374,14 +374,17 @@ def ask(
 @reading_command
 def summarize(
     sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents (paths, or - for stdin)."),
-    max_new_tokens: int = typer.Option(384, "--max-new-tokens", metavar="N", help="Longest summary in tokens."),
+    max_new_tokens: int = typer.Option(384, "--max-new-tokens", metavar="N", help="Longest overview in tokens."),
+    overview: Optional[bool] = typer.Option(None, "--overview/--no-overview", show_default=False, help=(
+        "After the key points, the model's own overview too. Default: not with the built-in model (too small to "
+        "add to the key points), yes with other models.")),
     *, o: Options,
 ):
-    """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
+    """Read SOURCE through the pot with the general catalyst (CaP-G) and write its key points, part by part."""
     srcs = list(o.inputs) + list(sources or [])
     if not srcs and not o.load_pot and _stdin_piped():
         srcs = ["-"]
-    run_job("summarize", srcs, None, o)
+    run_job("summarize", srcs, None, o, overview=overview)
 
 
 @app.command()

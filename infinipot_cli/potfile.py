@@ -567,6 +567,14 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
 
 
 # ---- loading ------------------------------------------------------------------------------------------
+def check_made_by(path: str | os.PathLike, meta: dict, fp: str, ours: str) -> None:
+    """InputError unless the pot (its metadata `meta`) was made by the model whose fingerprint is `fp`."""
+    if meta["fingerprint"] != fp:
+        made_by = meta.get("model") or "another model"
+        raise InputError(f"{path} was made by another model: {made_by} (fingerprint {meta['fingerprint']}), not by "
+                         f"{ours} ({fp}); load it with -m {made_by}")
+
+
 def check_pot(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
     """(metadata, tensors) of a pot file whose data matches its checksum and structure — no model needed, so
     a damaged pot is reported before the model loads. Pass the result to load_pot(checked=...)."""
@@ -586,10 +594,7 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     meta, tensors = checked if checked is not None else (read_meta(path), None)
     made_by = meta.get("model") or "another model"
     ours = expect_model_name or "the loaded model"
-    fp = fingerprint(model, tokenizer)
-    if meta["fingerprint"] != fp:
-        raise InputError(f"{path} was made by another model: {made_by} (fingerprint {meta['fingerprint']}), not by "
-                         f"{ours} ({fp}); load it with -m {made_by}")
+    check_made_by(path, meta, fingerprint(model, tokenizer), ours)
     probe = meta.get("weights_probe")
     if probe and not _probe_matches(probe, weights_probe(model)):
         raise InputError(f"{path} was made by another model: {made_by} (same architecture and tokenizer, different "

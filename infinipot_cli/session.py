@@ -154,13 +154,19 @@ class Session:
             ans.text = ans.grounded.answer
         return ans
 
-    def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None) -> Answer:
-        """Key points and an overview of what the pot holds (summary.py), streamed to `on_text` as they form."""
+    def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None,
+                  overview: bool | None = None) -> Answer:
+        """Key points and, with `overview`, the model's overview of what the pot holds (summary.py), streamed to
+        `on_text` as they form. `overview` None: an overview with any model but the built-in one (whose overview
+        added a part the key points missed on one document of six, docs/results/summary.md)."""
+        from .model import BUILTIN_NAME
         from .summary import write_summary
 
+        if overview is None:
+            overview = self.lm.name != BUILTIN_NAME
         t0 = time.perf_counter()
         source = self.records[0].path if len(self.records) == 1 else None
-        summary = write_summary(self.engine, self.prompts, max_new_tokens, on_text, source=source)
+        summary = write_summary(self.engine, self.prompts, max_new_tokens, on_text, source=source, overview=overview)
         return Answer(text=summary.text, kind="summary", seconds=time.perf_counter() - t0, summary=summary)
 
     # ---- save -----------------------------------------------------------------------------------------
@@ -199,6 +205,7 @@ class Job:
     format: str = "auto"
     catalyst: str | None = None                # --catalyst TEXT
     max_new_tokens: int = 256
+    overview: bool | None = None               # summarize: the model's overview too (None: Session.summarize's default)
     notice: Callable[[str], None] | None = None  # told when opening a source waits (a FIFO with no writer)
 
     def check(self) -> None:
@@ -300,7 +307,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
                 for line in answer.grounded.lines():
                     display.message(line, style="dim")
         elif job.kind == "summarize":
-            answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text)
+            answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text, overview=job.overview)
             if on_text is not None:
                 on_text("\n")
                 for d in answer.summary.dropped:
@@ -324,6 +331,13 @@ def _load_model(job: Job, display, checked: tuple | None):
     configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
     display.set_step("loading the tokenizer")
     tok, window = load_tokenizer(job.model, progress=told)
+    if checked:  # a pot made by another model is refused before this one's weights load
+        from .model import config_fingerprint
+        from .potfile import check_made_by
+
+        early = config_fingerprint(job.model, tok)
+        if early is not None:
+            check_made_by(job.load_pot, checked[0], early[1], early[0])
     prompts = Prompts(tok)
     cat = job.reading_catalyst()
     cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else job.pot

@@ -53,3 +53,60 @@ def test_list_items_become_sentences():
     s("Key facts:\n- The parser is case sensitive.\n* Comments begin with two dashes.\n1. Comments end at the line's end.\n")
     assert s.finish() == ("The parser is case sensitive. Comments begin with two dashes. Comments end at the line's "
                           "end.")
+
+
+# ---- the default: key points only with the built-in model (docs/results/summary.md, "The overview") -----------
+def _session(builtin_tok, name):
+    from types import SimpleNamespace
+
+    from infinipot_cli.config import PotConfig
+    from infinipot_cli.session import Session
+    from tiny_models import make_model_for
+
+    lm = SimpleNamespace(name=name, model=make_model_for(builtin_tok), tokenizer=builtin_tok)
+    s = Session.start(lm, PotConfig(size=256, keep=128, spread=16).validate())
+    text = " ".join(f"Part {k} of the manual explains how the frob tool sets level {k} on a widget." for k in range(40))
+    s.read_tokens([builtin_tok.encode(text)])
+    calls = []
+    real = s.engine.answer
+    s.engine.answer = lambda *a, **k: calls.append(1) or real(*a, **k)
+    return s, calls
+
+
+def test_the_builtin_model_writes_no_overview_unless_asked(builtin_tok):
+    from infinipot_cli.model import BUILTIN_NAME
+
+    s, calls = _session(builtin_tok, BUILTIN_NAME)
+    out = []
+    ans = s.summarize(max_new_tokens=8, on_text=out.append)
+    assert calls == [] and ans.summary.overview == "" and ans.summary.key_points
+    assert ans.text.startswith("Key points:\n- ") and "Overview:" not in ans.text and not "".join(out).endswith("\n")
+    s.summarize(max_new_tokens=8, overview=True)
+    assert calls == [1]
+
+
+def test_another_model_writes_its_overview(builtin_tok):
+    s, calls = _session(builtin_tok, "some-bigger-model")
+    s.summarize(max_new_tokens=8)
+    assert calls == [1]
+    s.summarize(max_new_tokens=8, overview=False)
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("flag,expect", [([], None), (["--overview"], True), (["--no-overview"], False)])
+def test_the_overview_flag(monkeypatch, tmp_path, flag, expect):
+    from typer.testing import CliRunner
+
+    from infinipot_cli import session as session_mod
+    from infinipot_cli.cli import app
+
+    seen = []
+
+    def fake_run(job, display, on_text=None):
+        seen.append(job.overview)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(session_mod, "run", fake_run)
+    doc = tmp_path / "a.txt"
+    doc.write_text("A note.")
+    r = CliRunner().invoke(app, ["summarize", str(doc), "-q"] + flag)
+    assert r.exit_code == 130 and seen == [expect]
