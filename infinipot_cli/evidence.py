@@ -230,13 +230,11 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
     K = len(texts)
     if K == 0:
         return []
-    first = torch.full((K,), -1, dtype=torch.long)
-    last = torch.full((K,), -1, dtype=torch.long)
-    for i, s in enumerate(seg.tolist()):  # document span of every unit
-        p = int(src[i])
-        first[s] = p if first[s] < 0 else min(int(first[s]), p)
-        last[s] = max(int(last[s]), p)
-    part = part_ids(first, part_at).tolist()  # (K,) the part of every unit's first token
+    src, seg = src.long(), seg.long()
+    first_t = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # document span
+    last_t = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")        # of every unit
+    part = part_ids(first_t, part_at).tolist()  # (K,) the part of every unit's first token
+    first, last = first_t.tolist(), last_t.tolist()
     nwords = [count_words(t) for t in texts]
     per = max(8, max_words // max_passages)
     used: set[int] = set()
