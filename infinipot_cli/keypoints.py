@@ -286,5 +286,9 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
 
 
 def _trigrams(text: str) -> list[tuple[str, ...]]:
-    w = re.findall(r"[a-z0-9']+", text.lower())
+    """Word 3-grams; a text with other scripts than ASCII in it is cut into archive.words() (Chinese: bigrams)."""
+    from .archive import words
+
+    low = text.lower()
+    w = re.findall(r"[a-z0-9']+", low) if low.isascii() else words(low)
     return list(zip(w, w[1:], w[2:]))

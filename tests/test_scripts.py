@@ -92,3 +92,15 @@ def test_evidence_in_every_script(builtin_tok, tmp_path, lang, question, answer,
     assert any(expect in p.text for p in out[:2]), [p.text for p in out]
     for p in out:
         assert count_words(p.text) <= ev.MAX_WORDS // ev.MAX_PASSAGES + 8, p.text  # short, in words of its script
+
+
+def test_key_points_of_a_repetitive_chinese_text_repeat_no_sentence_three_times(builtin_tok, tmp_path):
+    from collections import Counter
+
+    from infinipot_cli.keypoints import document_key_points
+
+    p = tmp_path / "zh.txt"
+    p.write_text(("\n\n".join(ZH) + "\n\n") * 3, encoding="utf-8")
+    _, eng, _ = _read(builtin_tok, p)
+    points = document_key_points(eng)
+    assert len(points) == 8 and max(Counter(k["text"] for k in points).values()) <= 2
