@@ -400,7 +400,9 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
         # cut between two units (": q!" for ":q!")
         ids = document_tokens(engine, start, stop) if stop - start == int(members.sum()) else None
         whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else " ".join(texts[g] for g in group)
-        text = _clip_words(whole, per + 6)
+        # a unit cut inside a character (a byte-level vocabulary splits non-Latin letters over tokens) starts or
+        # ends with a piece of it, decoded as U+FFFD: not text of the document
+        text = _clip_words(whole.strip("\ufffd"), per + 6)
         source, where = locate(engine, start, sources)
         if "line" in where:  # the line of the passage's first word (it may start with the line break before it)
             where["line"] += len(whole) - len(whole.lstrip("\n"))

@@ -104,3 +104,16 @@ def test_key_points_of_a_repetitive_chinese_text_repeat_no_sentence_three_times(
     _, eng, _ = _read(builtin_tok, p)
     points = document_key_points(eng)
     assert len(points) == 8 and max(Counter(k["text"] for k in points).values()) <= 2
+
+
+def test_no_passage_starts_or_ends_inside_a_character(builtin_tok, tmp_path):
+    """Hebrew sentences run past a unit's 40 tokens (a byte-level vocabulary gives a letter a token or two): a
+    unit may be cut inside a letter, and the evidence shows no piece of it."""
+    p = tmp_path / "he.txt"
+    p.write_text(("\n\n".join(HE) + "\n\n") * 3, encoding="utf-8")
+    P, eng, sources = _read(builtin_tok, p)
+    for q, a in (("איך נקרא החתול של דוד?", "החתול שלו נקרא שלג."), ("מתי הגיעה הסערה?", "בלילה השלישי.")):
+        prompt, focus = P.ask(q)
+        eng.answer(prompt, "question", 2, P.stop_ids(), focus=focus)
+        for passage in ev.evidence(eng, ev.Context.of(eng), prompt, q, a, sources):
+            assert "\ufffd" not in passage.text, passage.text
