@@ -22,6 +22,7 @@ from .errors import InfinipotError, UsageError
 from .interrupts import Terminated, terminate_like_interrupt
 from .options import model_option
 
+
 class _OneLineErrors(typer.core.TyperGroup):
     """The option parser's usage errors (a bad value, an unknown option, a missing argument) as one line on
     stderr, like every other error, instead of a boxed panel; `infinipot` alone still shows its help."""
