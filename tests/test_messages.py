@@ -95,16 +95,19 @@ def test_an_answer_budget_the_pot_cannot_hold_is_refused_before_the_model_loads(
 
     err = one_line(invoke(["ask", STORY, "Who is the keeper?", "--max-new-tokens", "100000", "-q"]))
     assert "--max-new-tokens 100000 does not fit the pot" in err and "raise --pot-size" in err
+    model = make_model_for(builtin_tok)  # a model folder of its own: the pot is this model's
+    folder = tmp_path / "tiny"
+    model.save_pretrained(folder)
+    builtin_tok.save_pretrained(folder)
     P = Prompts(builtin_tok)
-    eng = Engine(make_model_for(builtin_tok), builtin_tok, PotConfig(size=512, keep=256).validate(),
-                 catalyst_ids=P.catalyst("general")[0])
+    eng = Engine(model, builtin_tok, PotConfig(size=512, keep=256).validate(), catalyst_ids=P.catalyst("general")[0])
     eng.pin(P.header_ids())
     eng.feed(builtin_tok.encode(open(STORY).read()[:3000]))
     eng.finish()
     pot = tmp_path / "p.pot"
-    save_pot(pot, eng, {"model": "SmolLM2-135M-Instruct"})
+    save_pot(pot, eng, {"model": str(folder)})
     for cmd in (["ask", "--load-pot", str(pot), "Who is the keeper?"], ["summarize", "--load-pot", str(pot)]):
-        err = one_line(invoke(cmd + ["--max-new-tokens", "100000", "-q"]))
+        err = one_line(invoke(cmd + ["-m", str(folder), "--max-new-tokens", "100000", "-q"]))
         assert "does not fit the pot: 512 entries hold the prompt" in err and "raise --pot-size" not in err
 
 
