@@ -33,6 +33,7 @@ from .archive import STOPWORDS, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
+MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
 SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident")  # not a quoted word
 STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
 OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
@@ -135,6 +136,43 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     return "written", written, None, []
 
 
+def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
+            ) -> tuple[str, str, int | None, list[str]]:
+    """`decide` for a question asking for several things (written from several passages): the model's list
+    stands, its items naming what the passages lack left out (honesty.supported_items), a non-answer gives way to
+    the best sentence, an answer naming what the passages lack and no list, to "does not seem to say"."""
+    held = " ".join(texts[u] for f in found for u in f.units)
+    if non_answer(written, question):
+        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+    invented = honesty.unsupported(written, question, held)
+    if not invented:
+        return "written", written, None, []
+    kept = honesty.supported_items(written, question, held)
+    return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
+
+
+_ENDS = (".", "!", "?", ":", ";")
+
+
+def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, int]:
+    """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
+    of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
+    the previous sentence's end and on to its own, at most about `words` words."""
+    def ends(k: int) -> bool:
+        t = texts[k]
+        return t.rstrip().endswith(_ENDS) or t.endswith("\n\n") or not t.strip()
+
+    lo = hi = unit
+    n = len(texts[unit].split())
+    while lo > 0 and not ends(lo - 1) and n + len(texts[lo - 1].split()) <= words:
+        lo -= 1
+        n += len(texts[lo].split())
+    while not ends(hi) and hi + 1 < len(texts) and texts[hi + 1].strip() and n + len(texts[hi + 1].split()) <= words:
+        hi += 1
+        n += len(texts[hi].split())
+    return lo, hi
+
+
 def quote_line(short: str, how: str, sentence: str, label: str) -> str:
     """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
     they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
@@ -148,21 +186,29 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
     written from. None when the document is not held whole (the caller answers from
     the pot as the paper does)."""
-    got = retrieve.passages(engine, question, sources)
+    many = spans.wanted(question).many
+    got = retrieve.passages(engine, question, sources, n=MANY if many else retrieve.PASSAGES)
     if got is None:
         return None
     found, (d_src, seg, texts) = got
-    src, ids = retrieve.context(engine, found[:WRITE_FROM], (d_src, seg, texts), prompts.encode("\n\n"), room)
+    shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
+    src, ids = retrieve.context(engine, shown, (d_src, seg, texts), prompts.encode("\n\n"), room)
     written = write(src, ids)
-    how, short, unit, invented = decide(question, written, found, texts)
+    if many:
+        how, short, unit, invented = several(question, written, shown, texts)
+    else:
+        how, short, unit, invented = decide(question, written, found, texts)
     if how == "not-said":
         return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented)
     if unit is None:
-        return Reply(written, how, short, written)
-    pos = d_src[seg == unit]
+        return Reply(short, how, short, written)
+    lo, hi = sentence_units(texts, unit)
+    pos = d_src[(seg >= lo) & (seg <= hi)]
     start = int(pos.min()) if pos.numel() else 0
     source, where = ev.locate(engine, start, sources)
-    sentence = texts[unit]
+    sentence = "".join(texts[lo:hi + 1])
+    if how == "quoted":
+        short = " ".join(sentence.split())
     if "line" in where:  # the unit may start with the line break before its first word
         where["line"] += len(sentence) - len(sentence.lstrip("\n"))
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)

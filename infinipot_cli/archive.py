@@ -33,20 +33,63 @@ from .pot import shared_row
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
 
 NEIGHBOURS = 1            # archived segments on each side of a hit that come with it, when adjacent
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" splits identifiers as before
+# Scripts written without spaces between words (Han, kana): a run of them is cut into character bigrams
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 STOPWORDS = frozenset("""a an and are as at be by did do does document for from has have he her his how i in is it
 its me my of on or she that the their them there these they this to was were what when where which who whom whose
 why will with you your about above after before text answer question named called""".split())
 
 
 def words(text: str) -> list[str]:
-    """Lowercase word tokens; a trailing plural 's' is dropped so 'keys' matches 'key' (not from a stop word:
-    'this' stays 'this')."""
+    """Lowercase word tokens of any script; a trailing plural 's' is dropped so 'keys' matches 'key' (not from a
+    stop word: 'this' stays 'this'). Chinese and Japanese, written without spaces, give the character bigrams of
+    each run ("灯塔看守" -> 灯塔 塔看 看守), the usual index terms for them."""
     out = []
     for w in _WORD.findall(text.lower()):
+        if _UNSPACED.search(w):
+            for part in re.split(f"({_UNSPACED.pattern})", w):
+                if not part:
+                    continue
+                if _UNSPACED.fullmatch(part):
+                    out.extend([part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)])
+                else:
+                    out.append(part)
+            continue
         plural = len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) and w not in STOPWORDS
         out.append(w[:-1] if plural else w)
     return out
+
+
+def unspaced(word: str) -> bool:
+    """Whether a words() term comes from a script written without spaces (a bigram of Han or kana)."""
+    return bool(_UNSPACED.match(word))
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` with its whitespace collapsed, cut to about `limit` words (count_words) and marked " …" when cut."""
+    out, n = [], 0
+    for chunk in text.split():
+        k = count_words(chunk)
+        if n + k > limit:
+            wide = _UNSPACED.search(chunk)
+            if wide and limit - n > 0:  # a run of Han or kana: cut inside it, two characters a word
+                out.append(chunk[:wide.start() + 2 * (limit - n)])
+            return " ".join(out) + " …"
+        out.append(chunk)
+        n += k
+    return " ".join(out)
+
+
+def count_words(text: str) -> int:
+    """Words in `text` for length limits: whitespace-separated words, a run of Han or kana counting one word per
+    two characters (it has no spaces to count)."""
+    n = 0
+    for chunk in text.split():
+        wide = sum(len(m) for m in _UNSPACED.findall(chunk))
+        rest = _UNSPACED.sub("", chunk) if wide else chunk
+        n += (wide + 1) // 2 + (1 if not wide or re.search(r"[^\W_]", rest) else 0)
+    return n
 
 
 class Archive:

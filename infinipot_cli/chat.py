@@ -7,9 +7,10 @@ the questions are not known while reading); then a loop answers each question fr
   against the document and printed as `ask` prints it (the answer on stdout, its evidence on stderr); `/save
   FILE`, `/inspect`, `/help`, `/quit`; Ctrl-D leaves (exit 0); Ctrl-C cancels the answer being written, and at
   the prompt leaves (exit 130).
-- stdin is not a terminal: one question per line, one answer per line on stdout (its newlines made spaces,
-  nothing else on stdout; a failed question gives an empty line there and one line on stderr), exit 1 if a
-  question failed -- ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
+- stdin is not a terminal: one line on stdout for every line on stdin, so a script can pair them: the answer
+  to a question (its newlines made spaces), an empty line for an empty line, for a /command (its output goes
+  to stderr) and for a failed question (with one line on stderr); /quit ends; exit 1 if a question failed --
+  ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
 
 Session.ask (Engine.answer) undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
 every question starts from the pot as read: the answers do not depend on the order of the questions, and
@@ -105,12 +106,13 @@ class ChatSession:
 
     # ---- the two loops ------------------------------------------------------------------------------
     def run_lines(self, lines) -> int:
-        """Questions one per line (stdin not a terminal): one answer line each on `out`. Returns the exit
-        code: 0, or 1 if a question failed."""
+        """Questions one per line (stdin not a terminal): one line on `out` for each line in, the answer or an
+        empty line (module docstring). Returns the exit code: 0, or 1 if a question failed."""
         failed = False
         for raw in lines:
             line = raw.strip()
-            if not line:
+            if not line:  # one line out for every line in: a blank line gets a blank line (or {"question": ""})
+                self._print_line({"question": "", "answer": ""}, "")
                 continue
             if line.startswith("/"):
                 try:
@@ -119,6 +121,7 @@ class ChatSession:
                 except InfinipotError as e:
                     self._error(str(e))
                     failed = True
+                self._print_line({"command": line}, "")  # its output went to stderr
                 continue
             try:
                 self._print_answer(line, self.answer(line))
@@ -184,6 +187,11 @@ class ChatSession:
             for line in grounded.lines():
                 self.err.write(line + "\n")
             self.err.flush()
+
+    def _print_line(self, obj: dict, text: str) -> None:
+        """One line on `out` that is no answer: `obj` as JSON with --json, else `text`."""
+        self.out.write((json.dumps(obj, ensure_ascii=False) if self.json_out else text) + "\n")
+        self.out.flush()
 
     def _error(self, msg: str) -> None:
         self.err.write(f"infinipot: error: {msg}\n")

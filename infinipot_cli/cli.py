@@ -22,7 +22,30 @@ from .errors import InfinipotError, UsageError
 from .interrupts import Terminated, terminate_like_interrupt
 from .options import model_option
 
+
+class _OneLineErrors(typer.core.TyperGroup):
+    """The option parser's usage errors (a bad value, an unknown option, a missing argument) as one line on
+    stderr, like every other error, instead of a boxed panel; `infinipot` alone still shows its help."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as e:  # the parser's errors (click's ClickException) derive from it
+            ctx = getattr(e, "ctx", None)
+            if type(e).__name__ == "NoArgsIsHelpError":  # `infinipot` (or `infinipot bench`) alone: its help,
+                sys.exit(e.exit_code)                     # already shown
+            hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            json_out = "--json" in (sys.argv[1:] if args is None else list(args))
+            sys.exit(_fail(" ".join(e.format_message().split()) + hint, getattr(e, "exit_code", 2), json_out).exit_code)
+        except typer.Abort:
+            sys.exit(_fail("aborted", 1).exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="infinipot",
     help="Read documents of any length with a small local LLM in a fixed amount of memory (InfiniPot), "
          "then answer questions about them or summarize them.\n\n"
@@ -46,34 +69,40 @@ def _err(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _fail(msg: str, code: int, json_out: bool = False) -> typer.Exit:
+    """The error's line on stderr; with --json also one JSON object on stdout ({"error", "exit_code"}), so a script
+    reading stdout gets an object whatever happened. Returns the Exit to raise."""
+    _err(msg)
+    if json_out:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.write(json.dumps({"error": msg, "exit_code": code}, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+    return typer.Exit(code)
+
+
 @contextlib.contextmanager
-def handle_errors():
-    """One clear line on stderr and the right exit code, never a traceback. SIGTERM stops like Ctrl-C (a read
-    with --save-pot checkpoints) and exits 143."""
+def handle_errors(json_out: bool = False):
+    """One clear line on stderr and the right exit code, never a traceback (`json_out`: and one JSON object on
+    stdout). SIGTERM stops like Ctrl-C (a read with --save-pot checkpoints) and exits 143."""
     try:
         with terminate_like_interrupt():
             yield
     except typer.Exit:
         raise
     except InfinipotError as e:
-        _err(str(e))
-        raise typer.Exit(e.exit_code)
+        raise _fail(str(e), e.exit_code, json_out)
     except Terminated:
-        _err("terminated")
-        raise typer.Exit(143)
+        raise _fail("terminated", 143, json_out)
     except KeyboardInterrupt:
-        _err("interrupted")
-        raise typer.Exit(130)
+        raise _fail("interrupted", 130, json_out)
     except BrokenPipeError:
         raise typer.Exit(0)
     except MemoryError:
-        _err("out of memory: try a smaller --pot-size or --chunk")
-        raise typer.Exit(1)
+        raise _fail("out of memory: try a smaller --pot-size or --chunk", 1, json_out)
     except Exception as e:  # noqa: BLE001
         if os.environ.get("INFINIPOT_DEBUG"):
             raise
-        _err(f"unexpected {type(e).__name__}: {e} (set INFINIPOT_DEBUG=1 for a traceback)")
-        raise typer.Exit(1)
+        raise _fail(f"unexpected {type(e).__name__}: {e} (set INFINIPOT_DEBUG=1 for a traceback)", 1, json_out)
 
 
 @dataclass
@@ -206,7 +235,7 @@ def _stdin_piped() -> bool:
 
 
 # ---- the job ------------------------------------------------------------------------------------------
-def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
+def run_job(kind: str, sources: list[str], question: Optional[str], o: Options, overview: Optional[bool] = None):
     """Run a reading command (session.run) and print its result: the answer streamed to stdout, or one JSON
     object with --json. kind: "ask" | "summarize" | "read" | "chat" (returns the session for the chat loop)."""
     from .display import Display
@@ -215,7 +244,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options):
     job = Job(kind=kind, sources=list(sources), question=question, pot=None if o.load_pot else pot_config(o, kind),
               load_pot=o.load_pot, save_pot=o.save_pot, force=o.force, model=o.model, device=o.device,
               dtype=o.dtype, format=o.format, catalyst=o.catalyst, max_new_tokens=o.max_new_tokens,
-              notice=_waiting_notice(o))
+              overview=overview, notice=_waiting_notice(o))
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
     result = run(job, display, on_text=None if o.json_out or kind not in ("ask", "summarize") else _stdout_writer())
     if kind == "chat":
@@ -319,7 +348,7 @@ def reading_command(fn):
 
     @functools.wraps(fn)
     def command(**kw):
-        with handle_errors():
+        with handle_errors(json_out=bool(kw.get("json_out"))):
             o = _options(max_new_tokens=kw.pop("max_new_tokens"), **{n: kw.pop(n) for n, _, _ in READING_OPTIONS})
             fn(o=o, **kw)
 
@@ -346,14 +375,17 @@ def ask(
 @reading_command
 def summarize(
     sources: List[str] = typer.Argument(None, metavar="[SOURCE]...", help="Documents (paths, or - for stdin)."),
-    max_new_tokens: int = typer.Option(384, "--max-new-tokens", metavar="N", help="Longest summary in tokens."),
+    max_new_tokens: int = typer.Option(384, "--max-new-tokens", metavar="N", help="Longest overview in tokens."),
+    overview: Optional[bool] = typer.Option(None, "--overview/--no-overview", show_default=False, help=(
+        "After the key points, the model's own overview too. Default: not with the built-in model (too small to "
+        "add to the key points), yes with other models.")),
     *, o: Options,
 ):
-    """Read SOURCE through the pot with the general catalyst (CaP-G) and write a summary."""
+    """Read SOURCE through the pot with the general catalyst (CaP-G) and write its key points, part by part."""
     srcs = list(o.inputs) + list(sources or [])
     if not srcs and not o.load_pot and _stdin_piped():
         srcs = ["-"]
-    run_job("summarize", srcs, None, o)
+    run_job("summarize", srcs, None, o, overview=overview)
 
 
 @app.command()
@@ -402,7 +434,7 @@ def inspect(
                                         help="Tokenizer to reconstruct the remembered text (default: the pot's model)."),
 ):
     """Show what a saved pot holds: model, sizes, sources, and the passages it still remembers."""
-    with handle_errors():
+    with handle_errors(json_out):
         from rich.console import Console
 
         from .inspect import inspect_pot, render_inspect
@@ -425,7 +457,7 @@ def models(json_out: bool = typer.Option(False, "--json", help="Print the list a
                "model structure, ~30 s, needs a C++ compiler.")),
            model: Optional[str] = model_option()):
     """List the models -m can use here: built-in, Hugging Face cache, converted GGUF files, Ollama's store."""
-    with handle_errors():
+    with handle_errors(json_out):
         if compile_step:
             _compile_step(model)
             return

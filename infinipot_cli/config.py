@@ -79,8 +79,16 @@ class PotConfig:
         return self.segment or default("segment")
 
     def __post_init__(self):
-        if not self.keep and self.size:
+        self._keep_from_size = not self.keep and bool(self.size)  # C not given: half the pot
+        if self._keep_from_size:
             self.keep = self.size // 2
+
+    def keep_named(self) -> str:
+        """C as the user set it, for messages: "--keep (300)", or "the 30 entries --pot-size 60 keeps (half of
+        it)" when --keep was not given."""
+        if getattr(self, "_keep_from_size", False):
+            return f"the {self.keep} entries --pot-size {self.size} keeps (half of it)"
+        return f"--keep ({self.keep})"
 
     @property
     def bounded(self) -> bool:
@@ -100,7 +108,8 @@ class PotConfig:
             if self.keep >= self.size:
                 raise UsageError(f"--keep ({self.keep}) must be smaller than --pot-size ({self.size})")
             if self.keep <= 0:
-                raise UsageError("--keep must be positive")
+                raise UsageError(f"--pot-size {self.size} is too small: it keeps half of itself, {self.keep} entries"
+                                 if self._keep_from_size else "--keep must be positive")
         return self
 
     def policy_block(self) -> dict:

@@ -39,6 +39,7 @@ SAMPLE_EVERY_S = 0.5      # one speed sample at most this often
 PLAIN_CHECK_S = 0.25      # plain mode looks at the progress at most this often
 PLAIN_HEARTBEAT_S = 15.0  # plain mode, progress unknown: a line every 15 s at first, then every elapsed/10
 PLAIN_SLOW_S = 60.0       # plain mode, progress known: a line at least this often besides the 10 % steps
+PLAIN_PHASE_S = 2.0       # plain mode: a step before reading (loading the model...) lasting this long gets a line
 
 # colours: pot segments and strip (dropped by rich under NO_COLOR; glyphs tell them apart then)
 C_PINNED, C_DISTILLED, C_FRESH, C_FREE = "magenta", "cyan", "green", "dim"
@@ -152,6 +153,10 @@ class Display:
         self._ev = None            # the last event
         self._ev_clock = None      # self.clock() when it came
         self.phase = "starting"    # starting | reading | answering | done
+        self.step = ""             # what "starting" waits for: "loading the model", "converting the model"...
+        self._step_timer = None
+        self._chunk: tuple[float, int] | None = None  # (clock, tokens) of the forward pass now running
+        self._chunk_rate: float | None = None          # tokens per second of the last forward pass
         self.answer_tokens = 0
         self._answer_t0: float | None = None
         self.answer_s: float | None = None
@@ -211,6 +216,9 @@ class Display:
         self._live_paused = False
 
     def _stop_live(self) -> None:
+        if self._step_timer is not None:
+            self._step_timer.cancel()
+            self._step_timer = None
         live, self._live = self._live, None
         if live is not None:
             live.stop()
@@ -223,6 +231,21 @@ class Display:
 
     def set_source(self, label: str) -> None:
         self.source = label or ""
+
+    def set_step(self, text: str) -> None:
+        """What the run waits for before reading ("loading the model", "converting the model", ...): shown
+        after "starting…" in the live view; in plain mode, a line when it lasts PLAIN_PHASE_S."""
+        self.step = text or ""
+        timer, self._step_timer = self._step_timer, None
+        if timer is not None:
+            timer.cancel()
+        if self.mode == "plain" and self.step and self.phase == "starting":
+            import threading
+
+            line = f"{self._label()}{self.step}…"
+            self._step_timer = threading.Timer(PLAIN_PHASE_S, lambda: self.phase == "starting" and self._write(line))
+            self._step_timer.daemon = True
+            self._step_timer.start()
 
     def message(self, text: str, style: str = "", always: bool = False) -> None:
         """A warning/info line on stderr, above the live view. Quiet mode prints nothing, except `always`
@@ -256,7 +279,15 @@ class Display:
         now = self.clock()
         kind = ev.kind
         self._ev, self._ev_clock = ev, now
+        if kind == "forward":  # a forward pass of ev.chunk tokens begins: its progress until "read"
+            self._chunk = (now, ev.chunk)
+            return
         if kind == "read":
+            if self._chunk is not None:
+                dt = now - self._chunk[0]
+                if dt > 0:
+                    self._chunk_rate = self._chunk[1] / dt
+                self._chunk = None
             tok, t = ev.tokens_read, ev.elapsed_s
             if tok < self._tokens:
                 self._reset_reading()
@@ -344,6 +375,19 @@ class Display:
         spent = self._last_read_s - self._first_read[0]
         return spent * (1 - f) / f if spent > 0 else None
 
+    def chunk_progress(self) -> str:
+        """The forward pass now running, between the events that end passes: "chunk of 1,024 tokens: ~40 %, 0:03"
+        (the share from the last pass's speed), so the view moves while a slow pass runs."""
+        chunk = self._chunk
+        if chunk is None or self.phase != "reading":
+            return ""
+        start, n = chunk
+        spent = max(0.0, self.clock() - start)
+        if spent < 1.0:
+            return ""
+        share = f"~{min(99, int(100 * spent * self._chunk_rate / n))} %, " if self._chunk_rate and n else ""
+        return f"chunk of {fmt_int(n)} tokens: {share}{fmt_dur(spent)}"
+
     def elapsed(self) -> float:
         """Engine time now: the last event's elapsed_s, carried forward by the wall clock until done."""
         ev = self._ev
@@ -398,7 +442,11 @@ class Display:
 
     def _read_part(self) -> str:
         cycles = self.cycles()
-        return f"read {fmt_int(self._tokens)} tokens, {cycles} CCD cycle{'s' if cycles != 1 else ''}"
+        done = f"{cycles} CCD cycle{'s' if cycles != 1 else ''}"
+        ev = self._ev
+        if self._first_read is None and ev is not None and ev.tokens_read:  # a loaded pot, nothing read now
+            return f"a pot of {fmt_int(ev.tokens_read)} tokens read before, {done}"
+        return f"read {fmt_int(self._tokens)} tokens, {done}"
 
     def summary_line(self) -> str:
         s = self.summary()
@@ -505,6 +553,8 @@ class Display:
             head.append("reading", style="bold")
         else:
             head.append("starting…", style="bold")
+            if self.step:
+                head.append(f" {self.step}")
         if self.source:
             head.append(f"  {self.source}")
         if ev is not None and ev.where:
@@ -558,6 +608,9 @@ class Display:
             read.append(f"  · ETA {fmt_dur(eta)}")
         read.append(f"  · {fmt_dur(self.elapsed())}", style="dim")
         grid.add_row("read", read)
+        chunk = self.chunk_progress()
+        if chunk:
+            grid.add_row("", Text(chunk, style="dim"))
         cycles = self.cycles()
         grid.add_row("CCD", Text(f"{cycles} cycle{'s' if cycles != 1 else ''}  · KV {fmt_bytes(ev.kv_bytes)}"))
 

@@ -48,7 +48,7 @@ def where_at(provenance: list, index: int) -> str:
 
 @dataclass
 class Event:
-    kind: str                      # "read" | "distill" | "answer" | "token" | "done"
+    kind: str                      # "forward" | "read" | "distill" | "answer" | "token" | "done"
     tokens_read: int
     cycles: int
     entries: int                   # pot entries per head now
@@ -59,6 +59,7 @@ class Event:
     elapsed_s: float
     kv_bytes: int
     text: str = ""                 # "token": the new text
+    chunk: int = 0                 # "forward": document tokens in the forward pass now starting
     # "distill": the document positions the pot holds (negative: the pinned header), in any order and possibly
     # repeated (display.as_sorted_positions sorts them): a view of the pot's metadata, read only by a listener
     kept_src: torch.Tensor | None = None
@@ -147,7 +148,7 @@ class Engine:
         """Forward the header (chat template start + reading instruction); it is never evicted."""
         assert len(self.pot) == 0, "pin() must come first"
         if self.cfg.bounded and len(ids) >= self.cfg.keep:
-            raise UsageError(f"--keep ({self.cfg.keep}) must exceed the pinned header ({len(ids)} tokens)")
+            raise UsageError(f"{self.cfg.keep_named()} must exceed the pinned header ({len(ids)} tokens)")
         self._forward(ids, pinned=True)
         self.pot.n_pinned = len(ids)
         self.pot.n_distilled = len(ids)
@@ -244,6 +245,8 @@ class Engine:
         base_len = len(self.pot)
         recalled = src is not None
         clock = self.clock
+        if n and not pinned and not recalled:
+            self._emit("forward", chunk=n)  # a display shows the pass's progress until its "read"
         try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
             if pol.needs_units:  # each id's text flags, from the host list (scoring/segments.BoundaryTable)
                 self.boundaries.observe(inp)
@@ -616,11 +619,11 @@ class Engine:
 
     # ---- events ---------------------------------------------------------------------------------
 
-    def _emit(self, kind: str, text: str = "", kept_src=None) -> None:
+    def _emit(self, kind: str, text: str = "", kept_src=None, chunk: int = 0) -> None:
         if self.on_event is None:
             return
         pot = self.pot
         self.on_event(Event(kind=kind, tokens_read=self.tokens_read, cycles=self.cycles, entries=len(pot),
                             pinned=pot.n_pinned, distilled=pot.n_distilled, size=self.cfg.size if self.cfg.bounded else None,
                             where=self.where, elapsed_s=time.perf_counter() - self.t0, kv_bytes=pot.kv_bytes(),
-                            text=text, kept_src=kept_src))
+                            text=text, kept_src=kept_src, chunk=chunk))

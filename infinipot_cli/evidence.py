@@ -33,7 +33,7 @@ from typing import Sequence
 
 import torch
 
-from .archive import STOPWORDS, words
+from .archive import STOPWORDS, clip_words, count_words, words
 from .model import with_cache
 from .scoring import cap as cap_scores
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
@@ -111,15 +111,53 @@ def answer_attention(model, header: list[int], ctx_tok: torch.Tensor, prompt: li
     return att.clamp_min(0), rel
 
 
+# ---- parts: what a passage may not cross ---------------------------------------------------------------------
+_LINE_PART = re.compile(r"line \d+")
+
+
+def part_key(label: str) -> str:
+    """What a provenance label says beyond the line: the source (with several), the page, chapter or section.
+    "story.epub · ch. 2 · Storm" -> itself, "sed.txt · line 40" -> "sed.txt", "line 40" -> ""."""
+    return " · ".join(p for p in (x.strip() for x in label.split(" · ")) if p and not _LINE_PART.fullmatch(p))
+
+
+def part_starts(provenance: list, sources: Sequence[tuple[str, int]] = ()) -> list[int]:
+    """Document positions where a new part begins: a new source, page, chapter or section (a text file's
+    "line N" labels are one part). A passage or a unit never spans two parts: evidence credited to one file
+    or chapter must be that file's or chapter's text."""
+    out: set[int] = set()
+    prev = None
+    for start, label in provenance:
+        key = part_key(label)
+        if prev is not None and key != prev:
+            out.add(int(start))
+        prev = key
+    at = 0
+    for _, n in list(sources)[:-1]:
+        at += int(n)
+        out.add(at)
+    out.discard(0)
+    return sorted(out)
+
+
+def part_ids(src: torch.Tensor, starts: Sequence[int]) -> torch.Tensor:
+    """(N,) the part each document position `src` (N,) lies in (0 before the first of `starts`)."""
+    if not starts:
+        return torch.zeros_like(src, dtype=torch.long)
+    return torch.searchsorted(torch.tensor(list(starts), dtype=torch.long), src.long().contiguous(), right=True)
+
+
 # ---- units of kept text ------------------------------------------------------------------------------------
-def units(src: torch.Tensor, tok: torch.Tensor, tokenizer, boundaries: BoundaryTable | None = None
-          ) -> tuple[torch.Tensor, list[str]]:
+def units(src: torch.Tensor, tok: torch.Tensor, tokenizer, boundaries: BoundaryTable | None = None,
+          parts: torch.Tensor | None = None) -> tuple[torch.Tensor, list[str]]:
     """(seg (N,) unit index per entry, texts): sentences and lines of the kept text, gaps in the document
-    splitting them too, each at most UNIT_TOKENS tokens."""
+    and part boundaries (`parts` (N,): part_ids) splitting them too, each at most UNIT_TOKENS tokens."""
     if src.numel() == 0:
         return torch.zeros(0, dtype=torch.long), []
     boundaries = boundaries or BoundaryTable(tokenizer)
     starts = unit_starts(src[None], tok[None], boundaries)[0].clone()
+    if parts is not None and parts.numel() > 1:
+        starts[1:] |= parts[1:] != parts[:-1]
     nl = _newline_ids(tokenizer, tok)
     after_nl = torch.zeros_like(starts)
     after_nl[1:] = nl[:-1]
@@ -182,22 +220,22 @@ def unit_scores(rule: str, seg: torch.Tensor, texts: list[str], att: torch.Tenso
 
 # ---- passages ----------------------------------------------------------------------------------------------
 def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch.Tensor,
-           max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS, asked: torch.Tensor | None = None
-           ) -> list[tuple[list[int], float]]:
-    """The best units, each widened with neighbouring units (adjacent in the document) to about
-    max_words / max_passages words; returns [(unit indices in document order, score)], best first. `asked`
-    (K,): the question's own word scores; the unit it ranks first is the second passage (where the question
-    points, which a wrong answer's words do not)."""
+           max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS, asked: torch.Tensor | None = None,
+           part_at: Sequence[int] = ()) -> list[tuple[list[int], float]]:
+    """The best units, each widened with neighbouring units (adjacent in the document, in the same part: no
+    source, page, chapter or section boundary of `part_at` between them) to about max_words / max_passages
+    words; returns [(unit indices in document order, score)], best first. `asked` (K,): the question's own
+    word scores; the unit it ranks first is the second passage (where the question points, which a wrong
+    answer's words do not)."""
     K = len(texts)
     if K == 0:
         return []
-    first = torch.full((K,), -1, dtype=torch.long)
-    last = torch.full((K,), -1, dtype=torch.long)
-    for i, s in enumerate(seg.tolist()):  # document span of every unit
-        p = int(src[i])
-        first[s] = p if first[s] < 0 else min(int(first[s]), p)
-        last[s] = max(int(last[s]), p)
-    nwords = [len(t.split()) for t in texts]
+    src, seg = src.long(), seg.long()
+    first_t = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # document span
+    last_t = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")        # of every unit
+    part = part_ids(first_t, part_at).tolist()  # (K,) the part of every unit's first token
+    first, last = first_t.tolist(), last_t.tolist()
+    nwords = [count_words(t) for t in texts]
     per = max(8, max_words // max_passages)
     used: set[int] = set()
     out = []
@@ -215,7 +253,7 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
                 if not (0 <= j < K) or j in used or n + nwords[j] > per + 6:
                     continue
                 touching = last[hi] + 1 == first[j] if j > hi else last[j] + 1 == first[lo]
-                if touching:
+                if touching and part[j] == part[k]:
                     group.append(j)
                     n += nwords[j]
                     lo, hi = min(lo, j), max(hi, j)
@@ -228,19 +266,25 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
 
 
 def _clip_words(text: str, limit: int) -> str:
-    w = text.split()
-    return " ".join(w) if len(w) <= limit else " ".join(w[:limit]) + " …"
+    return clip_words(text, limit)
 
 
 # ---- locations ---------------------------------------------------------------------------------------------
+def display_name(path: str) -> str:
+    """A source's name as evidence shows it: "stdin" for "-" (documents.base.display_name, without importing
+    the readers)."""
+    return "stdin" if path == "-" else path
+
+
 def source_of(pos: int, sources: Sequence[tuple[str, int]]) -> str:
-    """The path of the source document position `pos` belongs to; sources: [(path, tokens)] in reading order."""
+    """The name of the source document position `pos` belongs to ("stdin" for "-"); sources: [(path, tokens)]
+    in reading order."""
     at = 0
     for path, n in sources:
         if pos < at + n:
-            return path
+            return display_name(path)
         at += n
-    return sources[-1][0] if sources else ""
+    return display_name(sources[-1][0]) if sources else ""
 
 
 def parse_where(label: str) -> dict:
@@ -332,10 +376,11 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
     """The passages `answer` rests on (at most MAX_PASSAGES, ~MAX_WORDS words), best first. `scored`: what
     score_context() returned for the same context and answer (to rank under another rule without a forward)."""
     if scored is None:
-        scored = score_context(engine, ctx, prompt, answer)
+        scored = score_context(engine, ctx, prompt, answer, sources)
     seg, texts, att, rel, src = scored["seg"], scored["texts"], scored["att"], scored["rel"], ctx.src
+    bounds = part_starts(engine.provenance, sources)
     if rule == "document":
-        doc = document_units(engine)
+        doc = document_units(engine, sources=sources)
         if doc is not None:
             d_src, seg, texts = doc
             att = torch.zeros(d_src.numel()).index_put_((ctx.src,), att.float(), accumulate=True)
@@ -347,7 +392,7 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
     asked = word_scores(texts, question) if rule in ASKED_RULES else None
     out = []
     per = max(8, MAX_WORDS // MAX_PASSAGES)
-    for group, score in choose(seg, texts, src, s, asked=asked):
+    for group, score in choose(seg, texts, src, s, asked=asked, part_at=bounds):
         members = torch.isin(seg, torch.tensor(group))
         pos = src[members]
         start, stop = int(pos.min()), int(pos.max()) + 1
@@ -355,7 +400,9 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
         # cut between two units (": q!" for ":q!")
         ids = document_tokens(engine, start, stop) if stop - start == int(members.sum()) else None
         whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else " ".join(texts[g] for g in group)
-        text = _clip_words(whole, per + 6)
+        # a unit cut inside a character (a byte-level vocabulary splits non-Latin letters over tokens) starts or
+        # ends with a piece of it, decoded as U+FFFD: not text of the document
+        text = _clip_words(whole.strip("\ufffd"), per + 6)
         source, where = locate(engine, start, sources)
         if "line" in where:  # the line of the passage's first word (it may start with the line break before it)
             where["line"] += len(whole) - len(whole.lstrip("\n"))
@@ -363,27 +410,33 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
     return out
 
 
-def document_units(engine, limit: int = MAX_DOCUMENT_TOKENS) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
-    """(src (T,), seg (T,), texts) of the whole document as read (the pot and its archive), cached on the engine
-    until it reads more; None when it is longer than `limit` or not all of it is held."""
+def document_units(engine, limit: int = MAX_DOCUMENT_TOKENS, sources: Sequence[tuple[str, int]] = ()
+                   ) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
+    """(src (T,), seg (T,), texts) of the whole document as read (the pot and its archive), cut at its parts
+    (part_starts), cached on the engine until it reads more; None when it is longer than `limit` or not all of
+    it is held."""
     n = engine.tokens_read
+    bounds = part_starts(engine.provenance, sources)
     cached = getattr(engine, "_evidence_units", None)
-    if cached is not None and cached[0] == n:
+    if cached is not None and cached[0] == (n, bounds):
         return cached[1]
     ids = document_tokens(engine, 0, n) if 0 < n <= limit else None
     out = None
     if ids is not None:
         src = torch.arange(n)
-        seg, texts = units(src, torch.tensor(ids, dtype=torch.long), engine.tok, engine.boundaries)
+        seg, texts = units(src, torch.tensor(ids, dtype=torch.long), engine.tok, engine.boundaries,
+                           parts=part_ids(src, bounds))
         out = (src, seg, texts)
-    engine._evidence_units = (n, out)
+    engine._evidence_units = ((n, bounds), out)
     return out
 
 
-def score_context(engine, ctx: Context, prompt: list[int], answer: str) -> dict:
+def score_context(engine, ctx: Context, prompt: list[int], answer: str,
+                  sources: Sequence[tuple[str, int]] = ()) -> dict:
     """The units of the kept text and the answer's attention over them (one forward, see answer_attention)."""
     tokz = engine.tok
-    seg, texts = units(ctx.src, ctx.tok, tokz, engine.boundaries)
+    seg, texts = units(ctx.src, ctx.tok, tokz, engine.boundaries,
+                       parts=part_ids(ctx.src, part_starts(engine.provenance, sources)))
     ans_ids = tokz.encode(answer, add_special_tokens=False) if answer.strip() else []
     att, rel = answer_attention(engine.model, ctx.header, ctx.tok, prompt, ans_ids)
     return {"seg": seg, "texts": texts, "att": att, "rel": rel}

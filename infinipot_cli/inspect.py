@@ -116,9 +116,16 @@ def strip_line(shares: list[float]) -> str:
 
 
 def render_inspect(info: dict, console) -> None:
-    """Print inspect_pot's dict with rich: facts, the coverage strip and the remembered passages."""
+    """Print inspect_pot's dict with rich: facts, the coverage strip and the remembered passages. On a terminal
+    the facts are a table wrapped to its width; elsewhere (a pipe, a file) one line each, never wrapped."""
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
+
+    terminal = console.is_terminal
+
+    def say(markup: str = "") -> None:
+        console.print(markup, soft_wrap=not terminal)
 
     cfg = info.get("config") or {}
     cat = info.get("catalyst") or {}
@@ -142,35 +149,40 @@ def render_inspect(info: dict, console) -> None:
                     f"{info.get('kv_dtype')}"
                     + (f", {info['file_bytes'] // info['entries']:,} bytes per entry)" if info.get("entries") else ")")),
         ("remembers", f"{info['remembered']['tokens']:,} document tokens "
-                      f"({info['remembered']['share']:.1%}) in {info['remembered']['spans']} spans"),
+                      f"({info['remembered']['share']:.1%}) in {info['remembered']['spans']} "
+                      f"span{'' if info['remembered']['spans'] == 1 else 's'}"),
     ]
     for src in info.get("sources") or []:
         stop = src.get("stopped_at")
         more = f", stopped at token {stop:,}" if isinstance(stop, int) else ""
         rows.append(("source", f"{escape(str(src.get('path')))} [dim]({src.get('format')}, "
                                f"{src.get('tokens', '?')} tokens{more})[/dim]"))
-    for k, v in rows:
-        tab.add_row(k, v)
-    console.print(tab)
+    if terminal:
+        for k, v in rows:
+            tab.add_row(k, v)
+        console.print(tab)
+    else:
+        width = max(len(k) for k, _ in rows)
+        for k, v in rows:
+            console.print(Text(k.ljust(width) + " ", style="bold cyan") + Text.from_markup(v), soft_wrap=True)
 
     strip = info.get("strip") or {}
     if strip.get("bins"):
         wh = strip.get("where") or []
-        console.print()
-        console.print("[bold]coverage[/bold] [dim](document start → end)[/dim]")
-        console.print(f"  kept  [green]{strip_line(strip['kept'])}[/green]")
-        console.print(f"  heads [cyan]{strip_line(strip['heads'])}[/cyan]")
+        say()
+        say("[bold]coverage[/bold] [dim](document start → end)[/dim]")
+        say(f"  kept  [green]{strip_line(strip['kept'])}[/green]")
+        say(f"  heads [cyan]{strip_line(strip['heads'])}[/cyan]")
         if wh and (wh[0] or wh[-1]):
-            console.print(f"  [dim]{escape(wh[0] or 'start')} … {escape(wh[-1] or 'end')}[/dim]")
+            say(f"  [dim]{escape(wh[0] or 'start')} … {escape(wh[-1] or 'end')}[/dim]")
 
     passages = info.get("passages") or []
     if passages:
-        console.print()
-        console.print("[bold]what the pot remembers[/bold] [dim](largest kept passages, in document order)[/dim]")
+        say()
+        say("[bold]what the pot remembers[/bold] [dim](largest kept passages, in document order)[/dim]")
         for p in passages:
             label = f"{escape(p['where'])} · " if p.get("where") else ""
             rng = f"token {p['start']:,}" if p["tokens"] == 1 else f"tokens {p['start']:,}–{p['end'] - 1:,}"
-            console.print(f"[cyan]{label}{rng}[/cyan] "
-                          f"[dim]kept by {p['heads']:.0%} of heads[/dim]")
+            say(f"[cyan]{label}{rng}[/cyan] [dim]kept by {p['heads']:.0%} of heads[/dim]")
             if p.get("text") is not None:
-                console.print("  " + escape(" ".join(p["text"].split())))
+                say("  " + escape(" ".join(p["text"].split())))

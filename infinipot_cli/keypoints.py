@@ -70,9 +70,11 @@ def entry_scores(engine, prompt_ids: list[int]) -> tuple[torch.Tensor, torch.Ten
 
 
 def _clean(text: str) -> str | None:
+    from .archive import clip_words, count_words
+
     text = " ".join(text.split())
-    words = text.split()
-    if len(words) < MIN_WORDS or re.search(r"\.{4,}|_{4,}|-{4,}", text):
+    n = count_words(text)
+    if n < MIN_WORDS or re.search(r"\.{4,}|_{4,}|-{4,}", text):
         return None
     letters = sum(ch.isalpha() for ch in text)
     if letters < 0.6 * len(text.replace(" ", "")):
@@ -81,11 +83,9 @@ def _clean(text: str) -> str | None:
         text = text.lstrip("-*•·,;:) ")
         if not text:
             return None
-    if not re.search(r"[.!?][\"')\u201d\u2019]*$", text):
+    if not re.search(r"[.!?\u3002\uff01\uff1f\u061f\u06d4][\"')\u201d\u2019\u300d\u300f]*$", text):
         return None  # a piece of a sentence (the pot kept part of it): not a point a reader can check
-    if len(words) > MAX_WORDS:
-        text = " ".join(text.split()[:MAX_WORDS]) + " …"
-    return text
+    return clip_words(text, MAX_WORDS) if n > MAX_WORDS else text
 
 
 def where_fields(label: str) -> dict:
@@ -155,11 +155,16 @@ def _drop_heading(text: str, section: str | None) -> str:
     """A sentence that begins right after its section's heading ("Methods The team reached…", "2.4. The glob
     files The globs2 file is…": the heading with or without its number) without it: the heading is already in the
     point's location. A heading that is the sentence's own subject ("Methods are listed…") stays."""
+    from .archive import count_words
+
     full = " ".join((section or "").split())
     for t in (full, re.sub(r"^[\d.]+\s+", "", full)):
         if t and text.startswith(t + " "):
             rest = text[len(t) + 1:].lstrip(" :")
-            if len(rest) > 20 and rest[:1].isupper():  # a new sentence starts after the heading
+            first = rest[:1]
+            # a new sentence starts after the heading (a capital, or a letter of a script without case)
+            if (len(rest) > 20 or count_words(rest) >= 5) and (first.isupper()
+                                                               or (first.isalpha() and not first.islower())):
                 return rest
     return text
 
@@ -172,8 +177,9 @@ def render(points: list[dict]) -> str:
 # ---- key points from the whole document as read ----------------------------------------------------------
 def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
     """(start position, length, text) of every sentence / paragraph unit of the document as read (the pot and
-    its archive), or None when some of it is held by neither."""
-    from .evidence import decode_all, document_tokens
+    its archive; cut at every source, page, chapter or section boundary), or None when some of it is held by
+    neither."""
+    from .evidence import decode_all, document_tokens, part_starts
 
     n = engine.tokens_read
     cached = getattr(engine, "_key_units", None)
@@ -185,6 +191,7 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
         tok = torch.tensor(ids, dtype=torch.long)
         starts = unit_starts(torch.arange(n)[None], tok[None], engine.boundaries)[0].clone()
         starts[0] = True
+        starts[[p for p in part_starts(engine.provenance) if p < n]] = True  # no sentence spans two sources or parts
         first = starts.nonzero().flatten().tolist()
         bounds = first + [n]
         texts = decode_all(engine.tok, [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
@@ -196,19 +203,32 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
 def _content_words(text: str) -> list[str]:
     from .archive import STOPWORDS, words
 
-    return [w for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()]
+    from .archive import unspaced
+
+    return [w for w in words(text) if (len(w) >= 3 or unspaced(w)) and w not in STOPWORDS and not w.isdigit()]
 
 
 def _prose(text: str) -> float:
     """Share of the words that are plain words (letters, with trailing punctuation): 1.0 for prose, low for
     code, tables and option lists."""
     ws = text.split()
-    return sum(bool(re.fullmatch(r"[A-Za-z][a-z'’-]*[.,;:!?)]?", w)) for w in ws) / max(1, len(ws))
+    return sum(_plain(w) for w in ws) / max(1, len(ws))
+
+
+def _plain(word: str) -> bool:
+    """A plain word: a Latin one capitalised at most ("The", not "ASN.1" or "--rcfile"), or a word of another
+    script made of letters (a Chinese or Japanese clause with its commas counts as one)."""
+    if word.isascii():
+        return bool(re.fullmatch(r"[A-Za-z][a-z'’-]*[.,;:!?)]?", word))
+    core = word.rstrip(".,;:!?)\u3002\uff01\uff1f\u061f\u06d4\u060c\u061b\u300d\u300f")
+    return bool(core) and all(ch.isalpha() or ch in "'’-\uff0c\u3001\u300c\u300e" for ch in core) \
+        and not any(ch.isupper() for ch in core[1:])
 
 
 def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dict] | None:
     """One key point per part of the document (at most `limit`), in document order; None when the document
     as read is not all held (the caller falls back to key_points())."""
+    from .archive import count_words
     from .evidence import locate, where_label
     from .outline import Part, outline
 
@@ -237,12 +257,12 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         if text is None:
             continue
         text = _drop_heading(text, parts[k].title)
-        if len(text.split()) < MIN_WORDS:
+        if count_words(text) < MIN_WORDS:
             continue
         # cosine of the sentence's word set with the part's TF-IDF centroid; prose before code and tables,
         # a sentence a reader takes in at a glance (<= SHORT words) before a long one
         score = sum(tf[k][w] / totals[k] * idf[w] ** 2 for w in bag) / math.sqrt(len(bag))
-        score *= _prose(text) ** 2 * min(1.0, SHORT / len(text.split()))
+        score *= _prose(text) ** 2 * min(1.0, SHORT / count_words(text))
         cands.setdefault(k, []).append((score, i, text))
     best, said = {}, Counter()  # the chosen points' word 3-grams: a third use of one would read as a repeat
     for k in sorted(cands):
@@ -266,5 +286,9 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
 
 
 def _trigrams(text: str) -> list[tuple[str, ...]]:
-    w = re.findall(r"[a-z0-9']+", text.lower())
+    """Word 3-grams; a text with other scripts than ASCII in it is cut into archive.words() (Chinese: bigrams)."""
+    from .archive import words
+
+    low = text.lower()
+    w = re.findall(r"[a-z0-9']+", low) if low.isascii() else words(low)
     return list(zip(w, w[1:], w[2:]))

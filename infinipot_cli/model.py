@@ -402,6 +402,20 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
                        attn_implementation=base_attn, load_s=time.perf_counter() - t0)
 
 
+def config_fingerprint(name: str | None, tokenizer) -> tuple[str, str] | None:
+    """(display name, fingerprint) of model `name` from its config alone, before its weights load (the same
+    value `fingerprint` gives the loaded model); None when the config cannot be read."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig
+
+    try:
+        display, path = resolve_model_path(name)
+        return display, fingerprint(SimpleNamespace(config=AutoConfig.from_pretrained(str(path))), tokenizer)
+    except Exception:  # noqa: BLE001 - the load itself reports what is wrong
+        return None
+
+
 def fingerprint(model: torch.nn.Module, tokenizer) -> str:
     """A short hash of the model config and the tokenizer vocabulary: pots are only valid for the same pair."""
     cfg = model.config.to_dict()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 MIN_PARTS = 3
 _PAGE_OR_LINE = re.compile(r"^(?:p\.|page|line)\s+\S+$")
+_PAGE = re.compile(r"(?:.* · )?p\. \S+ · ")  # a PDF page label with an outline title
 _HEADINGS = [
     re.compile(r"[A-Z][A-Z0-9 ,/&()'-]{1,60}"),                      # man page: all capitals at column 0
     re.compile(r"#{1,3} +\S.{0,80}"),                                 # Markdown
@@ -33,6 +34,11 @@ _HEADINGS = [
     re.compile(r"\* (?:Noteworthy|Major) changes in release \S+.*"),  # GNU NEWS release
 ]
 _UNDERLINE = re.compile(r"(=+|-+|~+|\*+)")
+_RULE = re.compile(r"([=\-~*_#+.])\1{2,}")
+# A line of code, not prose or a heading: it ends on an operator or an opening bracket (the statement goes on:
+# "DEFINITIONS ... TAGS ::=", "Group ::= SEQUENCE {"), is only brackets ("}", "});"), a statement ending in ";"
+# with code punctuation, an ASN.1 / BNF rule ("::="), or a <placeholder>.
+_CODE_LINE = re.compile(r"""(?:::=|:=|[=({\[,\\]|&&|\|\||->)\s*$|^[{}()\[\];,]+$|[(){}=].*;\s*$|::=|^<[^<>]+>$""")
 
 
 @dataclass(frozen=True)
@@ -61,10 +67,20 @@ def from_labels(provenance: list) -> list[Part]:
     return out
 
 
-def heading_of(line: str, next_line: str = "") -> str | None:
-    """The title when `line` (one line, column 0 kept) is a heading, else None."""
+def code_line(line: str) -> bool:
+    """Whether `line` reads as a line of code (_CODE_LINE); a rule of one repeated mark ("=====") is not."""
+    text = line.strip()
+    return bool(text) and not _RULE.fullmatch(text) and bool(_CODE_LINE.search(text))
+
+
+def heading_of(line: str, next_line: str = "", prev_line: str = "") -> str | None:
+    """The title when `line` (one line, column 0 kept) is a heading, else None. A line between lines of code
+    is code, not a heading: ASN.1's "BEGIN" after "DEFINITIONS ... ::=", "END" after "}" (a PDF's text keeps
+    no indentation to tell them apart from a man page's section headers)."""
     text = line.rstrip()
     if not text or len(text) > 90 or text[:1].isspace():
+        return None
+    if code_line(prev_line) or code_line(next_line) or code_line(text):
         return None
     if any(h.fullmatch(text) for h in _HEADINGS):
         return re.sub(r"^(#+|\*[\d.]+\*)\s*", "", text).strip()
@@ -79,15 +95,18 @@ def from_text(unit_pos: list[int], texts: list[str]) -> list[Part]:
     at `unit_pos`); a heading line inside a unit is placed at the unit's start."""
     out: list[Part] = []
     at_line_start = True
+    prev = ""  # the last line with text before this one
     for k, (pos, text) in enumerate(zip(unit_pos, texts)):
         lines = text.split("\n")
         for j, line in enumerate(lines):
             if j == 0 and not at_line_start:
+                prev = line if line.strip() else prev
                 continue
             nxt = lines[j + 1] if j + 1 < len(lines) else (texts[k + 1].split("\n")[0] if k + 1 < len(texts) else "")
-            title = heading_of(line, nxt)
+            title = heading_of(line, nxt, prev)
             if title and (not out or out[-1].start != pos):
                 out.append(Part(int(pos), title))
+            prev = line if line.strip() else prev
         at_line_start = text.endswith("\n")
     return out
 
@@ -101,8 +120,12 @@ def merge(parts: list[Part], limit: int) -> list[Part]:
 
 
 def outline(provenance: list, unit_pos: list[int], texts: list[str], limit: int) -> list[Part]:
-    """The document's parts (at most `limit`), or [] when it shows fewer than MIN_PARTS."""
-    for parts in (from_labels(provenance), from_text(unit_pos, texts)):
-        if len(parts) >= MIN_PARTS:
-            return merge(parts, limit)
-    return []
+    """The document's parts (at most `limit`), or [] when it shows fewer than MIN_PARTS. A PDF with an outline
+    is divided by its outline alone (its text's heading-like lines are as often code or table rows)."""
+    labelled = from_labels(provenance)
+    if len(labelled) >= MIN_PARTS:
+        return merge(labelled, limit)
+    if labelled and any(_PAGE.match(label) for _, label in provenance):
+        return []
+    parts = from_text(unit_pos, texts)
+    return merge(parts, limit) if len(parts) >= MIN_PARTS else []

@@ -17,8 +17,9 @@ The JSON metadata lives in the safetensors header, ``__metadata__ = {"infinipot"
 catches damaged or tampered data; ``fingerprint`` (config + vocabulary) and ``weights_probe`` (a few sampled
 weights) make sure a pot is only ever loaded into the model that made it.
 
-Writes are atomic: a temporary file in the same folder, fsync'd, then ``os.replace``; a failed or
-interrupted save leaves any previous pot untouched.
+Writes are atomic: the file is written in a scratch folder beside the target (locked while the save runs),
+fsync'd, then ``os.replace``d over it; a failed or interrupted save leaves any previous pot untouched, and the
+scratch folder of a save killed outright is removed by the next save into that folder.
 """
 
 from __future__ import annotations
@@ -205,6 +206,9 @@ def check_save_target(path: str | os.PathLike, sources: tuple | list = (), force
     given = Path(path)
     if str(path) == "" or str(path) == "-":
         raise UsageError("--save-pot needs a file name (a pot cannot be written to stdout)")
+    if _stream_path(given):
+        raise UsageError(f"cannot write the pot to {given}: it is a device or a process's stream, never a pot "
+                         "file; give a regular file name")
     target = Path(os.path.realpath(given)) if given.is_symlink() else given
     folder = target.parent if str(target.parent) else Path(".")
     try:
@@ -235,6 +239,23 @@ def check_save_target(path: str | os.PathLike, sources: tuple | list = (), force
     return target
 
 
+def _stream_path(path: Path) -> bool:
+    """Whether `path`, or a link on the way to what it names, is a process's stream (/dev/stdout, /dev/fd/N,
+    /proc/PID/fd/N): it may end at a regular file (stdout redirected to one) that is no place for a pot."""
+    here = Path(os.path.abspath(path))
+    for _ in range(40):
+        s = str(here)
+        if s in ("/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty") or s.startswith(("/dev/fd/", "/proc/")):
+            return True
+        if not here.is_symlink():
+            return False
+        try:
+            here = Path(os.path.abspath(os.path.join(here.parent, os.readlink(here))))
+        except OSError:
+            return False
+    return False
+
+
 def partial_target(path: str | os.PathLike) -> Path:
     """Where an interrupted read's partial pot goes: `path` itself if nothing is there yet, else beside it
     (PATH.partial, PATH.partial-2, ...): a checkpoint never replaces a finished pot or any other file."""
@@ -248,6 +269,95 @@ def partial_target(path: str | os.PathLike) -> Path:
         if not os.path.lexists(cand):
             return cand
         n += 1
+
+
+# ---- the save's scratch folder ------------------------------------------------------------------------------
+SCRATCH_MARK = ".infinipot-save-"
+STALE_AFTER_S = 60.0  # a scratch folder whose lock is free and is older than this was left by a killed save
+
+
+class _SaveScratch:
+    """A folder beside the pot for one save (".NAME.infinipot-save-PID-XXXX"), locked while the save runs: the
+    pot file and safetensors' own temporary file are written in it, so a save killed outright (kill -9, a power
+    cut) leaves one folder that the next save into the same folder recognises and removes
+    (remove_stale_saves); the existing pot is only ever replaced whole (os.replace)."""
+
+    def __init__(self, folder: Path, name: str):
+        self.dir = Path(tempfile.mkdtemp(prefix=f".{name[:100]}{SCRATCH_MARK}{os.getpid()}-", dir=folder))
+        self._lock = _lock(self.dir, block=True)
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock)
+            self._lock = None
+
+
+def _lock(folder: Path, block: bool) -> int | None:
+    """An exclusive lock on `folder`'s lock file: its descriptor, or None when another process holds it (or
+    the platform has no flock; the owner's pid then decides). The lock dies with the process, kill -9 included."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    try:
+        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_saves(folder: str | os.PathLike) -> list[str]:
+    """Remove the scratch folders that killed saves left in `folder` (their owner is gone: its pid is not
+    running, or its lock is free and the folder older than STALE_AFTER_S); returns their names. A save still
+    running keeps its lock and is left alone."""
+    import re
+    import shutil
+    import time
+
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        m = re.fullmatch(r"\..+" + re.escape(SCRATCH_MARK) + r"(\d+)-\w+", e.name)
+        if not m or not e.is_dir(follow_symlinks=False):
+            continue
+        try:
+            age = time.time() - e.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        fd = _lock(Path(e.path), block=False)
+        if fd is None and _alive(int(m.group(1))):
+            continue  # locked by a running save (or no flock here and its process runs)
+        try:
+            if _alive(int(m.group(1))) and age < STALE_AFTER_S:
+                continue  # its process may not have taken its lock yet
+            shutil.rmtree(e.path, ignore_errors=True)
+            removed.append(e.name)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
 
 
 def _write_error(path: Path, e: BaseException) -> InfinipotError:
@@ -276,21 +386,22 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, 
     tensors, info = _collect(engine, meta or {}, compact)
     header = {META_KEY: json.dumps(info, ensure_ascii=False)}
     mode = (path.stat().st_mode & 0o777) if path.exists() else (0o666 & ~_umask())
-    tmp = None
+    remove_stale_saves(folder)
+    scratch = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-        os.close(fd)
-        save_file(tensors, tmp, metadata=header)
+        scratch = _SaveScratch(folder, path.name)
+        tmp = str(scratch.dir / path.name)
+        save_file(tensors, tmp, metadata=header)  # safetensors writes its own temp file beside `tmp`, in scratch
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         _read_header(Path(tmp))  # complete? (a full disk can truncate the file without an error)
         os.chmod(tmp, mode)
         size = os.path.getsize(tmp)
         os.replace(tmp, path)
+        scratch.remove()
     except BaseException as e:  # KeyboardInterrupt included: never leave a temp file, never touch `path`
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        if scratch is not None:
+            scratch.remove()
         if isinstance(e, InputError):  # the header read back says the file is short
             raise InfinipotError(f"could not write the pot to {path}: the file came out incomplete "
                                  "(no space left on device?)") from e
@@ -456,6 +567,14 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
 
 
 # ---- loading ------------------------------------------------------------------------------------------
+def check_made_by(path: str | os.PathLike, meta: dict, fp: str, ours: str) -> None:
+    """InputError unless the pot (its metadata `meta`) was made by the model whose fingerprint is `fp`."""
+    if meta["fingerprint"] != fp:
+        made_by = meta.get("model") or "another model"
+        raise InputError(f"{path} was made by another model: {made_by} (fingerprint {meta['fingerprint']}), not by "
+                         f"{ours} ({fp}); load it with -m {made_by}")
+
+
 def check_pot(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
     """(metadata, tensors) of a pot file whose data matches its checksum and structure — no model needed, so
     a damaged pot is reported before the model loads. Pass the result to load_pot(checked=...)."""
@@ -475,10 +594,7 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
     meta, tensors = checked if checked is not None else (read_meta(path), None)
     made_by = meta.get("model") or "another model"
     ours = expect_model_name or "the loaded model"
-    fp = fingerprint(model, tokenizer)
-    if meta["fingerprint"] != fp:
-        raise InputError(f"{path} was made by another model: {made_by} (fingerprint {meta['fingerprint']}), not by "
-                         f"{ours} ({fp}); load it with -m {made_by}")
+    check_made_by(path, meta, fingerprint(model, tokenizer), ours)
     probe = meta.get("weights_probe")
     if probe and not _probe_matches(probe, weights_probe(model)):
         raise InputError(f"{path} was made by another model: {made_by} (same architecture and tokenizer, different "

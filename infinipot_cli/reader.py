@@ -78,8 +78,10 @@ def _line_pieces(text: str, first_line: int, limit: int = LINE_PIECE_CHARS) -> I
 
 
 def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
-                 progress=None) -> Iterator[tuple[list[int], str]]:
-    """(token ids, where) pieces of a stream of Passages; passages are separated by a blank line.
+                 progress=None, after: bool = False) -> Iterator[tuple[list[int], str]]:
+    """(token ids, where) pieces of a stream of Passages; passages are separated by a blank line, and so is the
+    first one from the source before it (`after`: this source is not the pot's first; the blank line comes
+    unlabelled, so it ends the source before), so no sentence runs on from one source into the next.
 
     A passage labelled "line N" (text) is cut at line ends and every piece is labelled with its own first line,
     so provenance says where in the file a kept passage came from. `seen` collects each passage's label once;
@@ -89,6 +91,8 @@ def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
     for p in passages:
         if not p.text.strip():
             continue
+        if first and after:
+            yield tokenizer.encode("\n\n", add_special_tokens=False), ""
         prefix = "" if first else "\n\n"
         first = False
         if seen is not None and p.where and (not seen or seen[-1] != p.where):
@@ -175,13 +179,14 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     many tokens of this source the pot holds, and the interrupt propagates (the caller may save the pot).
     """
     start = engine.tokens_read
+    follows = start > skip_tokens  # another source was read before this one (a resumed source counts its own part)
     seen = 0
     labels: list[str] = []
     marks = _ProgressMarks() if progress is not None else None
     before = _file_state(source.path)
     try:
         for ids, where in token_stream(tokenizer, source.passages(), label, labels,
-                                       marks.reached if marks else None):
+                                       marks.reached if marks else None, after=follows):
             if seen + len(ids) <= skip_tokens:
                 seen += len(ids)
                 continue

@@ -194,13 +194,19 @@ class Session:
     def _sources(self) -> list[tuple[str, int]]:
         return [(r.path, r.tokens) for r in self.records]
 
-    def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None) -> Answer:
-        """Key points and an overview of what the pot holds (summary.py), streamed to `on_text` as they form."""
+    def summarize(self, max_new_tokens: int = 384, on_text: Callable[[str], None] | None = None,
+                  overview: bool | None = None) -> Answer:
+        """Key points and, with `overview`, the model's overview of what the pot holds (summary.py), streamed to
+        `on_text` as they form. `overview` None: an overview with any model but the built-in one (whose overview
+        added a part the key points missed on one document of six, docs/results/summary.md)."""
+        from .model import BUILTIN_NAME
         from .summary import write_summary
 
+        if overview is None:
+            overview = self.lm.name != BUILTIN_NAME
         t0 = time.perf_counter()
         source = self.records[0].path if len(self.records) == 1 else None
-        summary = write_summary(self.engine, self.prompts, max_new_tokens, on_text, source=source)
+        summary = write_summary(self.engine, self.prompts, max_new_tokens, on_text, source=source, overview=overview)
         return Answer(text=summary.text, kind="summary", seconds=time.perf_counter() - t0, summary=summary)
 
     # ---- save -----------------------------------------------------------------------------------------
@@ -239,6 +245,7 @@ class Job:
     format: str = "auto"
     catalyst: str | None = None                # --catalyst TEXT
     max_new_tokens: int = 256
+    overview: bool | None = None               # summarize: the model's overview too (None: Session.summarize's default)
     notice: Callable[[str], None] | None = None  # told when opening a source waits (a FIFO with no writer)
 
     def check(self) -> None:
@@ -288,6 +295,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
     t_start = time.perf_counter()
     with display:
         lm = _load_model(job, display, checked)
+        display.set_step("loading the pot" if job.load_pot else "starting the pot (its first forward pass)")
         if job.load_pot:
             session = Session.resume(lm, job.load_pot, on_event=display.on_event, checked=checked)
             if job.kind in ("ask", "chat"):
@@ -339,7 +347,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
                 for line in answer.grounded.lines():
                     display.message(line, style="dim")
         elif job.kind == "summarize":
-            answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text)
+            answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text, overview=job.overview)
             if on_text is not None:
                 on_text("\n")
                 for d in answer.summary.dropped:
@@ -354,15 +362,31 @@ def _load_model(job: Job, display, checked: tuple | None):
     from .model import dtype_warning, load_model, load_tokenizer
     from .threads import configure
 
+    def told(message: str) -> None:  # what resolving the model says, e.g. that it converts it once
+        display.message(message)
+        if message.startswith(("converting", "assembling")):
+            display.set_step("converting the model (once)")
+
+    display.set_step("loading torch")
     configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
-    tok, window = load_tokenizer(job.model, progress=lambda m: display.message(m))
+    display.set_step("loading the tokenizer")
+    tok, window = load_tokenizer(job.model, progress=told)
+    if checked:  # a pot made by another model is refused before this one's weights load
+        from .model import config_fingerprint
+        from .potfile import check_made_by
+
+        early = config_fingerprint(job.model, tok)
+        if early is not None:
+            check_made_by(job.load_pot, checked[0], early[1], early[0])
     prompts = Prompts(tok)
     cat = job.reading_catalyst()
     cfg = PotConfig.from_saved(checked[0].get("config") or {}) if checked else job.pot
     _check_room(cfg, len(prompts.catalyst(cat.kind, cat.text)[0]) if job.sources else 0, cat.kind,
                 bool(job.load_pot), len(prompts.ask(job.question or "")[0]) if job.kind == "ask" else 0, window,
                 0 if job.load_pot else len(prompts.header_ids()))
-    lm = load_model(job.model, job.device, job.dtype, progress=lambda m: display.message(m), tokenizer=tok)
+    _check_answer_room(job, cfg, prompts, tok, checked[0]["n_pinned"] if checked else len(prompts.header_ids()))
+    display.set_step("loading the model")
+    lm = load_model(job.model, job.device, job.dtype, progress=told, tokenizer=tok)
     slow = dtype_warning(lm.device, lm.dtype)
     if slow:
         display.warn(slow)
@@ -379,7 +403,7 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
 
     if cfg.bounded and header_len:
         if header_len >= cfg.keep:
-            raise UsageError(f"--keep ({cfg.keep}) must exceed the pinned header ({header_len} tokens)")
+            raise UsageError(f"{cfg.keep_named()} must exceed the pinned header ({header_len} tokens)")
         if cfg.final_keep and cfg.final_keep <= header_len:
             raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({header_len} tokens)")
     room = catalyst_room(cfg)
@@ -394,6 +418,23 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
     if window and ask_len and ask_len > window // 2:
         raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
                          "shorten the question")
+
+
+def _check_answer_room(job: Job, cfg, prompts: Prompts, tok, pinned: int) -> None:
+    """Before the model loads: the answer's prompt and --max-new-tokens must fit the pot beside its pinned header
+    (the engine's own check, Engine._final_target, would refuse them only after the read)."""
+    from .controls import answer_controls
+
+    if job.kind not in ("ask", "summarize", "chat") or not cfg.bounded:
+        return
+    kind = "summarize" if job.kind == "summarize" else "ask"
+    prompt = len(prompts.summary_ids() if kind == "summarize" else prompts.ask(job.question or "")[0])
+    grace = answer_controls(kind, tok, job.max_new_tokens).limit - job.max_new_tokens  # a summary's last sentence
+    most = cfg.size - prompt - pinned - 17 - grace  # the engine needs more than pinned + 16 entries beside them
+    if job.max_new_tokens > most:
+        fix = "lower --max-new-tokens" + ("" if job.load_pot else " or raise --pot-size")
+        raise UsageError(f"--max-new-tokens {job.max_new_tokens} does not fit the pot: {cfg.size:,} entries hold the "
+                         f"prompt ({prompt} tokens) and at most {max(0, most):,} answer tokens; {fix}")
 
 
 def _read_all(session: Session, opened: list, job: Job, display) -> None:

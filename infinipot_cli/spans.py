@@ -80,6 +80,7 @@ class Want:
     head: str | None = None
     words: set[str] = field(default_factory=set)
     shape: str | None = None    # options: "short" (-x) or "long" (--name) when the question says which
+    many: bool = False          # it asks for several things ("What are all the ...", "List the ...")
 
     @property
     def typed(self) -> bool:
@@ -106,7 +107,17 @@ def _head(w: str) -> str | None:
 def wanted(question: str) -> Want:
     """The kinds of span that answer `question`: from its wh-word ("how many", "when", "who", "where") or the
     head noun after "which"/"what" ("which short OPTION", "what is the default compression LEVEL"); none when
-    the question does not say (then only the model's own answer is used)."""
+    the question does not say (then only the model's own answer is used). `many`: it asks for several."""
+    want = _wanted(question)
+    low = question.lower()
+    if "number" in want.kinds and re.search(r"\bnumeric|\bnumber of\b|\bhow (?:many|much)\b", low):
+        want.kinds = ("number",)  # "the numeric value of X": a number, not a name
+    want.many = bool(re.search(r"\b(?:all|every|list)\b", low)
+                     or re.match(r"\W*(?:\w+\s+){0,2}?(?:what|which) (?:are|were)\b", low))
+    return want
+
+
+def _wanted(question: str) -> Want:
     q = " ".join(question.strip().split())
     low = q.lower()
     content = {w for w in words(low) if w not in STOPWORDS}

@@ -48,7 +48,8 @@ def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
     r = invoke(["chat", "--load-pot", story_pot, "-q"] + ANSWER, input=f"{Q_CAT}\n\n/save {saved}\n{Q_STEPS}\n")
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.split("\n")
-    assert len(lines) == 3 and lines[2] == "" and all(lines[:2]), r.stdout  # two answers, nothing else
+    assert len(lines) == 5 and lines[1:3] == ["", ""] and lines[4] == "", r.stdout  # a line for each line in
+    lines = [lines[0], lines[3]]  # the two answers
     # each question starts from the pot as read: the same answer asked alone, and as `ask --load-pot` gives
     alone = invoke(["chat", "--load-pot", story_pot, "-q", "--json"] + ANSWER, input=f"{Q_STEPS}\n")
     one = json.loads(alone.stdout)  # --json: one object a line, with the evidence as `ask` gives it
@@ -70,7 +71,7 @@ def test_a_bad_question_gives_stderr_and_the_rest_is_answered(story_pot):
     r = invoke(["chat", "--load-pot", story_pot, "-q"] + ANSWER, input=f"{long_q}\n/nope\n{Q_STEPS}\n")
     assert r.exit_code == 1
     lines = r.stdout.split("\n")
-    assert lines[0] == "" and lines[1] and len(lines) == 3   # an empty line for the failed one, then the answer
+    assert lines[:2] == ["", ""] and lines[2] and len(lines) == 4  # empty lines for the failed one and /nope
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("infinipot: error:")]
     assert len(errors) == 2 and "cannot hold the prompt" in errors[0] and "/nope" in errors[1]
     assert "Traceback" not in r.stderr

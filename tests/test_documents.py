@@ -327,7 +327,7 @@ def test_html_text_sections_and_boilerplate(tmp_path):
     assert "keep   this\n   indented" in first.text
     article = next(x for x in passages if x.where == "§ Article Heading")
     assert article.text.split("\n")[:2] == ["Article Heading", "Article body."]
-    assert "Name | Count\nPuffin | 412" in article.text
+    assert "Name: Puffin; Count: 412." in article.text  # a table row with its header's names (test_tables.py)
     assert src.content_hash == hashlib.sha256(PAGE).hexdigest()
 
 

@@ -54,10 +54,12 @@ def test_the_overview_withholds_a_sentence_that_names_what_the_document_lacks():
     assert [d["unsupported"] for d in s.dropped] == [["1994", "Compomentation"]]
     s = SupportedSentences(None, "The tool compresses files.", "")
     s("Overall, it is excellent. The tool compresses files. Finally")
-    assert s.finish() == "The tool compresses files." and [d["unsupported"] for d in s.dropped] == [["Overall"], ["Finally"]]
+    # "Overall" is an ordinary word, no name; "Finally" alone is no sentence (test_overview.py)
+    assert s.finish() == "Overall, it is excellent. The tool compresses files." and s.dropped == []
     s = SupportedSentences(None, "The maintainer uploaded gzip. Syntax highlighting is on.", "")
-    s("1. The document is a helpful AI chatbot.\n*2. SyntaxHighlighter*\n*3. Syntax Highlighting*\n")
-    assert s.finish() == "*3. Syntax Highlighting*"  # a list item is checked alone; "AI" is no part of "maintainer"
+    s("1. The document is a helpful AI chatbot.\n*2. SyntaxHighlighter*\n- Syntax highlighting is on.\n")
+    assert s.finish() == "Syntax highlighting is on."  # a list item is checked alone; "AI" is no part of "maintainer"
+    assert [d["unsupported"] for d in s.dropped] == [["AI"]]
     s = SupportedSentences(None, "The survey was led by Dr. Okafor.", "")
     s("The survey was led by Dr. Okafor. It was carried out by Dr. Moraes, a biologist.")
     assert s.finish() == "The survey was led by Dr. Okafor."  # "Dr." ends no sentence: the whole one is withheld

@@ -50,7 +50,7 @@ def test_report_page():
     assert where_of(items, "Dr. Amara Okafor") == "§ Summary"
     assert where_of(items, "Petrel II") == "§ Methods"
     assert where_of(items, "1 May and 31 July") == "§ Recommendations"
-    assert "Guillemot | 1,186" in text and "Razorbill | 57" in text
+    assert "Species: Guillemot; 2024 count: 1,186." in text and "Species: Razorbill; 2024 count: 57." in text
     for junk in ("Accept all cookies", "NST-TRACKER-0042", "Donate", "Registered charity", "Related reports",
                  "enable JavaScript", "font-family"):
         assert junk not in text, junk

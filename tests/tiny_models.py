@@ -61,3 +61,15 @@ def make_model(arch: str, attn: str | None = None, seed: int = 0):
     name = attn or register_attention("sdpa")
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=name)
     return model.eval()
+
+
+def make_model_for(tokenizer, arch: str = "llama", seed: int = 0):
+    """A tiny random-weight model over a real tokenizer's vocabulary: the engine's mechanics (provenance,
+    evidence, pot files) on real text, without the real model's cost."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = make_config(arch)
+    cfg.vocab_size = len(tokenizer)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=register_attention("sdpa"))
+    return model.eval()

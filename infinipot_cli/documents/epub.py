@@ -1,4 +1,5 @@
-"""EPUB books (ebooklib): chapters in spine order, titled from the navigation (nav.xhtml or NCX)."""
+"""EPUB books (ebooklib): chapters in spine order, titled from the navigation (nav.xhtml or NCX); the archive is
+checked against ziplimits.py's limits before it is unpacked."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import posixpath
 import re
 import warnings
 import zipfile
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 from urllib.parse import unquote
 
 from ebooklib import epub
@@ -18,6 +19,7 @@ from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
 from .html import decode_html, html_to_blocks, parse_html, short_title
 from .text import looks_binary
+from .ziplimits import check_archive, unpacking
 
 DOCUMENT_TYPES = frozenset(("application/xhtml+xml", "text/html", "application/html"))
 
@@ -165,13 +167,15 @@ class EpubSource(Source):
     format = "epub"
 
     def __init__(self, path: str, fileobj: IO[bytes] | str, size_bytes: int | None, *, hash_file: str | None = None,
-                 content_hash: str | None = None) -> None:
+                 content_hash: str | None = None, notice: Callable[[str], None] | None = None) -> None:
         super().__init__(path, size_bytes)
         self._hash_file = hash_file
         self._hash = content_hash
         name = display_name(path)
         try:
-            book, from_ncx = _read_book(fileobj, name)
+            expands_to = check_archive(fileobj, name)  # a zip bomb is refused before anything is unpacked
+            with unpacking(fileobj, name, expands_to, size_bytes, notice) as f:
+                book, from_ncx = _read_book(f, name)
         finally:
             if not isinstance(fileobj, str):
                 fileobj.close()

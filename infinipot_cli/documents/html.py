@@ -142,13 +142,14 @@ def _drop(tag: Tag, web: bool) -> bool:
     return tag.find(["main", "article", "h1"]) is None
 
 
-def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> list[Block]:
-    """Convert HTML to text blocks, one per block element; headings are flagged.
+def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block]:
+    """Convert HTML (a page, or one element of a parsed page) to text blocks, one per block element; headings
+    are flagged; a data table is one block per row (table_rows).
 
     ``web=True`` strips web-page furniture (nav, header, footer, aside, form, role=navigation, cookie/menu/
     sidebar… classes); ``web=False`` (EPUB chapters) only drops non-text elements and hidden ones.
     """
-    soup = markup if isinstance(markup, BeautifulSoup) else parse_html(markup)
+    soup = markup if isinstance(markup, Tag) else parse_html(markup)
     root: Tag = soup.body or soup
     blocks: list[Block] = []
     buf: list[str] = []
@@ -187,6 +188,12 @@ def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> 
         if not isinstance(child, Tag) or _drop(child, web):
             continue
         name = child.name
+        if name == "table":
+            rows = table_rows(child, web)
+            if rows is not None:  # a data table: one line per row, each value with its column's name
+                flush()
+                blocks.extend(Block(repair_ligatures(r)) for r in rows)
+                continue
         if name == "br":
             if pre:
                 buf.append("\n")
@@ -204,6 +211,73 @@ def html_to_blocks(markup: str | bytes | BeautifulSoup, *, web: bool = True) -> 
         stack.append((child, iter(list(child.contents))))
     flush()
     return blocks
+
+
+# ---- tables ---------------------------------------------------------------------------------------------------
+TABLE_CELL_CHARS = 300   # a table whose cells average more than this is layout, not data
+_ROW_END = re.compile(r"[.!?:][\"')\]]*$")
+
+
+def _cell_text(cell: Tag, web: bool) -> str:
+    return " ".join(b.text for b in html_to_blocks(cell, web=web)).strip()
+
+
+def _span(cell: Tag) -> int:
+    try:
+        return max(1, min(50, int(str(cell.get("colspan", "1")).strip() or 1)))
+    except ValueError:
+        return 1
+
+
+def _own_rows(table: Tag) -> list[Tag]:
+    """The table's rows, not those of a table inside it."""
+    return [tr for tr in table.find_all("tr") if tr.find_parent("table") is table]
+
+
+def table_rows(table: Tag, web: bool = True) -> list[str] | None:
+    """A data table as lines: one per row, each value named by its column's header ("Name: Puffin; Count: 412."),
+    ending as a sentence, so a pot, its archive and the evidence hold a row whole; a table without a header row
+    gives its cells joined by " | ". The caption, if any, comes first. None for a layout table (a table
+    inside it, or long cells), which is read as ordinary blocks."""
+    if table.find("table") is not None:
+        return None
+    rows: list[tuple[list[str], bool]] = []   # (cells, every cell a <th>)
+    for tr in _own_rows(table):
+        if _drop(tr, web):
+            continue
+        cells, all_th = [], True
+        for cell in tr.find_all(["td", "th"], recursive=False):
+            if _drop(cell, web):
+                continue
+            text = _cell_text(cell, web)
+            all_th &= cell.name == "th" or (not text and tr.find_parent("thead") is not None)
+            cells.extend([text] + [""] * (_span(cell) - 1))
+        if any(cells):
+            rows.append((cells, all_th or tr.find_parent("thead") is not None))
+    if len(rows) < 2 or max(len(c) for c, _ in rows) < 2:
+        return None
+    lengths = [len(t) for c, _ in rows for t in c if t]
+    if sum(lengths) > TABLE_CELL_CHARS * len(lengths):
+        return None
+    out = []
+    caption = table.find("caption")
+    if caption is not None and not _drop(caption, web):
+        text = _cell_text(caption, web)
+        if text:
+            out.append(text)
+    header: list[str] = []
+    for cells, is_header in rows:
+        if is_header:
+            header = [_WS.sub(" ", h).strip().rstrip(":") for h in cells]
+            continue
+        if header:
+            pairs = [f"{header[i]}: {v}" if i < len(header) and header[i] else v
+                     for i, v in enumerate(cells) if v]
+            line = "; ".join(p.rstrip(".;,") if k < len(pairs) - 1 else p for k, p in enumerate(pairs))
+            out.append(line if _ROW_END.search(line) else line + ".")
+        else:
+            out.append(" | ".join(cells))
+    return out
 
 
 def short_title(text: str, limit: int = _TITLE_CHARS) -> str:

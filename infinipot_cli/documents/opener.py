@@ -18,7 +18,7 @@ from .base import BLOCK_BYTES, Source, display_name
 from .epub import EpubSource
 from .html import HtmlSource
 from .pdf import PdfSource
-from .sniff import format_from_extension, format_from_magic, normalize_format, sniff_format
+from .sniff import format_from_extension, format_from_magic, normalize_format, not_a_document, sniff_format
 from .text import TextSource, read_block, read_head
 
 
@@ -50,7 +50,8 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         format: ``"auto"`` (sniff magic bytes, then the extension, else text) or ``"pdf"``, ``"epub"``,
             ``"html"``, ``"text"``.
         stdin: the binary stream ``"-"`` reads (default ``sys.stdin.buffer``).
-        notice: called with one line when opening waits (a FIFO with no writer, stdin on a terminal).
+        notice: called with one line when opening waits (a FIFO with no writer, stdin on a terminal) or unpacks
+            a large EPUB (documents/ziplimits.py).
 
     Raises:
         InputError: missing file, a directory, permission denied, empty/binary/corrupt/encrypted input…
@@ -66,7 +67,7 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         wait = "reading the document from the terminal: type or paste it, then Ctrl-D" if on_tty else \
             "waiting for text on stdin…"
         with _say_if_waiting(notice, wait):
-            return _open_stream(path, stream, fmt, close=False)
+            return _open_stream(path, stream, fmt, close=False, notice=notice)
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
@@ -74,7 +75,7 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         if not stat.S_ISREG(st.st_mode):  # a pipe or device, e.g. a FIFO, <(command) or /dev/stdin: like stdin
             what = "a writer on the named pipe" if stat.S_ISFIFO(st.st_mode) else "input"
             with _say_if_waiting(notice, f"waiting for {what} {path}… (Ctrl-C to stop)"):
-                return _open_stream(path, open(path, "rb"), fmt, close=True)
+                return _open_stream(path, open(path, "rb"), fmt, close=True, notice=notice)
         f = open(path, "rb")
     except InputError:
         raise
@@ -94,6 +95,10 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
     if not head:
         f.close()
         raise InputError(f"{path} is empty")
+    why = not_a_document(head, path)
+    if why:
+        f.close()
+        raise InputError(why)
     kind = fmt if fmt != "auto" else sniff_format(head, path)
     if kind == "text":
         return TextSource(path, f, head, st.st_size, hash_file=path)
@@ -106,20 +111,21 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
     f.seek(0)
     if kind == "pdf":
         return PdfSource(path, f, st.st_size, hash_file=path)
-    return EpubSource(path, f, st.st_size, hash_file=path)
+    return EpubSource(path, f, st.st_size, hash_file=path, notice=notice)
 
 
-def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool) -> Source:
+def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
+                 notice: Callable[[str], None] | None = None) -> Source:
     """Open a non-seekable stream: text is streamed; HTML is read whole; PDF/EPUB are spooled to a temp file."""
     name = display_name(path)
     try:
         head = read_head(stream)
     except OSError as e:
         raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
-    if not head:
+    if not head or not_a_document(head, name):
         if close:
             stream.close()
-        raise InputError(f"{name} is empty")
+        raise InputError(not_a_document(head, name) or f"{name} is empty")
     kind = fmt
     if kind == "auto":
         kind = format_from_magic(head) or (format_from_extension(path) if path != "-" else None) or "text"
@@ -152,4 +158,4 @@ def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool) -> Sour
             stream.close()
     if kind == "pdf":
         return PdfSource(path, spool, size, content_hash=hasher.hexdigest())
-    return EpubSource(path, spool, size, content_hash=hasher.hexdigest())
+    return EpubSource(path, spool, size, content_hash=hasher.hexdigest(), notice=notice)

@@ -84,3 +84,28 @@ def format_from_extension(path: str) -> str | None:
 def sniff_format(head: bytes, path: str = "") -> str:
     """Detect the format: magic bytes, then extension, else ``text``."""
     return format_from_magic(head) or format_from_extension(path) or "text"
+
+
+def safetensors_kind(head: bytes) -> str | None:
+    """"pot" for an infinipot pot file, "safetensors" for another safetensors file (model weights), else None:
+    8 bytes giving the JSON header's length, then the header ({"__metadata__": {"infinipot": ...}, ...})."""
+    if len(head) < 10 or head[8:9] != b"{":
+        return None
+    n = int.from_bytes(head[:8], "little")
+    if not 2 <= n <= 100 * 1024 * 1024:
+        return None
+    body = head[8:8 + min(n, 4096)]
+    if body.startswith(b'{"__metadata__":{"infinipot"'):
+        return "pot"
+    return "safetensors" if b'"dtype"' in body or b'"__metadata__"' in body else None
+
+
+def not_a_document(head: bytes, name: str) -> str | None:
+    """Why `head` is no document when it is a pot or weights file given as one (the message to show), else None."""
+    kind = safetensors_kind(head)
+    if kind == "pot":
+        how = "save it to a file and load that with --load-pot FILE" if name == "stdin" else f"load it with --load-pot {name}"
+        return f"{name} is an infinipot pot file, not a document: {how}"
+    if kind == "safetensors":
+        return f"{name} is a safetensors file (model weights?), not a document"
+    return None

@@ -17,6 +17,7 @@ Segments are defined in *document* coordinates, so nothing ever mixes entries ac
     with it) only when whitespace follows and the next text does not start with a digit, and, for '.', when
     the word before it is neither a known abbreviation ("Dr", "etc", "e.g") nor a single
     letter (initials "J. R. R.", "U.S."): "4.19.0", "1.5", "X.680", "Override.xml", "Dr. Smith" stay whole.
+    Chinese and Japanese "。", "！", "？" end a sentence with no space after them.
     This is decided from the texts of neighbouring entries, with per-token-id lookup tables (vectorised, any
     tokenizer: a token may hold ".", ".\n", '."' or "Dr." alone).
 
@@ -35,7 +36,8 @@ import torch
 
 from ..devices import count_or_bound, on_host
 
-SENTENCE_END = (".", "!", "?")
+SENTENCE_END = (".", "!", "?", "\u061f", "\u06d4")  # and Arabic's question mark and Urdu's full stop
+WIDE_END = ("\u3002", "\uff01", "\uff1f")  # Chinese and Japanese 。！？: a sentence end with no space after it
 PARAGRAPH_END = "\n\n"
 CLOSERS = "\"')]}\u00bb\u201d\u2019"
 OPENERS = "\"'([{\u00ab\u201c\u2018"  # after whitespace: the next sentence's first character
@@ -46,7 +48,7 @@ ABBREVIATIONS = frozenset(
     "op viz resp incl nr ref refs eq eqs app para art".split())
 # Per token id flags (columns of the lookup table):
 _F = ("term", "dot", "ws_after", "para", "nl_end", "lead_ws", "lead_nl", "space_only", "lead_digit",
-      "word_dot", "abbr_self", "abbr_word", "closer", "blank")
+      "word_dot", "abbr_self", "abbr_word", "closer", "blank", "wide", "letter_self", "letter", "tail_alnum")
 
 
 def _is_abbr(word: str) -> bool:
@@ -57,8 +59,9 @@ def _is_abbr(word: str) -> bool:
 def token_flags(text: str) -> tuple[bool, ...]:
     """The _F flags of one token's text."""
     body = text.rstrip()
-    core = body.rstrip(CLOSERS)
-    term = bool(core) and core[-1] in SENTENCE_END
+    core = body.rstrip(CLOSERS + "\u300d\u300f")  # 」』 close a quotation in Chinese and Japanese
+    wide = bool(core) and core[-1] in WIDE_END
+    term = bool(core) and (core[-1] in SENTENCE_END or wide)
     dot = term and core[-1] == "."
     first = text.lstrip()[:1]
     before = core[:-1] if dot else ""
@@ -67,12 +70,25 @@ def token_flags(text: str) -> tuple[bool, ...]:
         i -= 1
     word = before[i:].strip(".")
     stripped = text.strip()
+    initial = _initial(word)
     return (term, dot, term and body != text, PARAGRAPH_END in text, text.rstrip(" \t").endswith("\n"),
             text[:1].isspace(), text.lstrip(" \t")[:1] == "\n", bool(text) and not text.strip(" \t"),
-            first.isdigit(), bool(word), bool(word) and _is_abbr(word),
-            stripped.isalpha() and _is_abbr(stripped),
+            first.isdigit(), bool(word), bool(word) and (_known_abbr(word) or (initial and i > 0)),
+            stripped.isalpha() and _known_abbr(stripped),
             bool(stripped) and not text[:1].isspace() and not stripped.strip(CLOSERS),
-            not text.strip(" \t\n\r.!?,;:\"'()[]") and not (text[:1].isspace() and bool(stripped) and stripped[0] in OPENERS))
+            not text.strip(" \t\n\r.!?,;:\"'()[]") and not (text[:1].isspace() and bool(stripped) and stripped[0] in OPENERS),
+            wide, initial and i == 0, _initial(stripped) and stripped == text.lstrip(), text[-1:].isalnum())
+
+
+def _known_abbr(word: str) -> bool:
+    return word.lower() in ABBREVIATIONS
+
+
+def _initial(word: str) -> bool:
+    """A single Latin letter: an initial ("J. R. R.", "U.S.") when it is a word by itself. Other scripts' tokens
+    are often single letters of a longer word (a byte-level vocabulary splits Arabic or Hebrew words into
+    letters), and their sentences do not use Latin initials."""
+    return len(word) == 1 and word.isascii() and word.isalpha()
 
 
 class BoundaryTable:
@@ -154,13 +170,17 @@ def sentence_ends(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) ->
     carry = f["closer"] & adj & _prev(f["term"])
     term = f["term"] | carry
     dot = f["dot"] | (carry & _prev(f["dot"]))
-    abbr = torch.where(f["word_dot"], f["abbr_self"], _prev(f["abbr_word"]) & adj)  # the word before the '.'
+    joined = ~f["lead_ws"] & _prev(f["tail_alnum"]) & adj  # the token goes on the word before it ("ca" + "t.")
+    alone = f["letter"] & ~joined            # a single-letter token that is a whole word: an initial
+    abbr = torch.where(f["word_dot"], f["abbr_self"] | (f["letter_self"] & ~joined),  # the word before the '.'
+                       (_prev(f["abbr_word"]) | _prev(alone)) & adj)
     abbr = abbr | (carry & _prev(abbr))
     nxt_ws = _next(f["lead_ws"]) & adj_next
     skip = _next(f["space_only"])                           # a lone " " token: look one further
     nxt_digit = _next(f["lead_digit"]) | (skip & _next(_next(f["lead_digit"])))
     follows = f["ws_after"] | (nxt_ws & ~nxt_digit)
-    sentence = term & follows & ~(dot & abbr)
+    wide = f["wide"] | (carry & _prev(f["wide"]))
+    sentence = term & (follows | wide) & ~(dot & abbr)
     paragraph = f["para"] | (f["nl_end"] & _next(f["lead_nl"]) & adj_next)
     return sentence | paragraph
 
