@@ -29,7 +29,7 @@ import torch
 from .compat import text_config
 from .devices import on_host
 from .interrupts import deferred_interrupt
-from .pot_cache import PotCache
+from .pot_buffer import PotCache
 from .rope import Rerotator
 
 UNBOUNDED_START = 4096  # first capacity of an unbounded pot's buffer (`full`, `snapkv`); it doubles when full

@@ -70,3 +70,11 @@ def test_an_answer_about_the_document_is_no_answer():
     assert answering.non_answer("The document mentions that the document was uploaded by a user.", q)
     assert answering.non_answer("Question: What does asn1_check_version return?", q)
     assert not answering.non_answer("The document states that it returns NULL.", q)
+
+
+def test_a_quote_is_the_whole_sentence():
+    texts = ["First sentence.\n", "Anybody can use the library under the\n", "GNU Lesser General Public License.\n",
+             "Next one.\n"]
+    assert answering.sentence_units(texts, 1) == (1, 2)
+    assert answering.sentence_units(texts, 2) == (1, 2)
+    assert answering.sentence_units(MAN, 2) == (2, 2)  # a line with its description is one unit already

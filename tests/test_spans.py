@@ -75,3 +75,9 @@ def test_headings_and_placeholders_are_not_answers():
 def test_contains_matches_whole_words():
     assert spans.contains("use -c to create", "-c") and not spans.contains("use --create", "-c")
     assert spans.contains("the proxy user.", "proxy") and not spans.contains("proxying", "proxy")
+
+
+def test_a_numeric_question_wants_a_number():
+    q = "What is the numeric value of ASN1_MAX_NAME_SIZE?"
+    assert spans.wanted(q).kinds == ("number",)
+    assert spans.spans("The ?LAST name indicates the last element of a SET OF.", spans.wanted(q), q) == []
