@@ -1,6 +1,6 @@
 """The memory pot — InfiniPot §3.1/§3.2: a KV cache with a hard cap of M entries per (layer, KV head).
 
-Its KV lives in a :class:`~infinipot_cli.pot_cache.PotCache`: one preallocated (L, 1, H_kv, M, D) buffer for keys
+Its KV lives in a :class:`~infinipot_cli.pot_buffer.PotCache`: one preallocated (L, 1, H_kv, M, D) buffer for keys
 (post-RoPE) and one for values, written in place by every forward, each layer seen by the model as a cache of the
 filled rows (1, H_kv, S, D). Beside it, for every entry of every (layer, head), where it came from:
 
