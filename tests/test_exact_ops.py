@@ -39,11 +39,13 @@ def test_the_library_builds_once_and_its_attention_kernels_are_used_only_where_c
     ptr = ctypes.c_void_p
     has = lib.infinipot_attention_kernels(ptr(q.data_ptr()), ptr(k.data_ptr()), ptr(logits.data_ptr()),
                                           ptr(p.data_ptr()), ptr(k.data_ptr()), ptr(mixed.data_ptr()), 2, 3, 1501, 64)
-    if has:  # this CPU has AVX512-BF16: the kernels give torch.bmm's bits
+    passed = exact_ops.verify_attention(tmp_path, 2, 3, 64)
+    # passed only where the kernels exist and give torch.bmm's bits; where torch.bmm sums some row count in another
+    # order (it does on some machines and thread counts), the check fails and the kernels stay off — recorded either way
+    assert has or not passed
+    if passed:
         assert torch.equal(logits, torch.bmm(q, k.transpose(-1, -2)))
         assert torch.equal(mixed, torch.bmm(p, k))
-    passed = exact_ops.verify_attention(tmp_path, 2, 3, 64)
-    assert passed == bool(has)
     assert exact_ops.verified_rows(tmp_path, 2, 3, 64) == (exact_ops.VERIFY_ROWS if passed else 0)
     assert exact_ops.enable_attention(tmp_path, 2, 3, 64) == passed
     threads = torch.get_num_threads()

@@ -23,21 +23,22 @@ def test_is_punct_text():
 def test_bench_needle_trace(tmp_path, builtin):
     out = tmp_path / "needle"
     r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.5", "--trials", "1",
-                                       "--methods", "infinipot,streaming", "--pot-size", "256", "--keep", "128", "--trace",
+                                       "--methods", "infinipot-paper,streaming,infinipot", "--pot-size", "256", "--keep", "128", "--trace",
                                        # a 100-token answer budget does not fit beside the pot: a final distillation
                                        "--max-new-tokens", "100", "--threads", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads((out / "needle.json").read_text())
     assert doc["config"]["trace"] is True
-    t, s = doc["trials"]
-    assert (t["method"], s["method"]) == ("infinipot", "streaming")
+    t, s, product = doc["trials"]
+    assert (t["method"], s["method"], product["method"]) == ("infinipot-paper", "streaming", "infinipot")
     trace = t["trace"]
     assert isinstance(trace, list) and len(trace) >= 3
     cycles = [c["cycle"] for c in trace]
     assert cycles == sorted(set(cycles)) and cycles[0] >= 1  # strictly increasing
     reads = [c["tokens_read"] for c in trace]
     assert reads == sorted(reads) and reads[-1] == t["length"]
-    # the final distillation (the question as catalyst) is recorded last, and only it is final
+    # answered from the pot (the paper's configuration): the final distillation (the question as catalyst) is
+    # recorded last, and only it is final
     assert trace[-1]["final"] and not any(c["final"] for c in trace[:-1])
     assert trace[-1]["cycle"] == t["cycles"] + 1  # t["cycles"]: the reading's; the answer's own comes after
     assert not trace[0]["needle_read"] and trace[-1]["needle_read"]
@@ -62,13 +63,18 @@ def test_bench_needle_trace(tmp_path, builtin):
             assert nd["covered"] == 0
     assert any(c["needle"]["mean"] > 0 for c in trace if c["needle_read"])
     assert len(t["needle_pieces"]) == n and t["expect"] in "".join(t["needle_pieces"])
-    png = out / f"trace-infinipot-1k-0.5-{t['trial'] + 1}.png"
+    png = out / f"trace-infinipot-paper-1k-0.5-{t['trial'] + 1}.png"
     assert t["trace_png"] == png.name
     data = png.read_bytes()
     assert len(data) > 1000 and data.startswith(PNG)
-    assert "trace infinipot 1k depth 0.5 trial 1" in r.stderr and "kept set:" in r.stderr and "NuC" in r.stderr
+    assert "trace infinipot-paper 1k depth 0.5 trial 1" in r.stderr and "kept set:" in r.stderr and "NuC" in r.stderr
     # a policy without NuC: traced too, with no NuC/CaP split
     assert s["trace"] and all(c["needle"]["by_nuc"] is None and c["needle"]["layers"]["nuc_mean"] is None
                               for c in s["trace"])
     assert (out / s["trace_png"]).read_bytes().startswith(PNG)
     assert "trace streaming 1k depth 0.5 trial 1" in r.stderr and "no NuC/CaP split" in r.stderr
+    # the product answers from the question's passages of the whole document (answering.py): its pot is traced
+    # while reading and no final distillation follows
+    reads = [c["tokens_read"] for c in product["trace"]]
+    assert reads == sorted(reads) and reads[-1] <= product["length"]
+    assert not any(c["final"] for c in product["trace"]) and product["correct"]
