@@ -29,7 +29,7 @@ from typing import Sequence
 
 from . import evidence as ev
 from . import honesty, retrieve, spans
-from .archive import STOPWORDS, words
+from .archive import STOPWORDS, clip_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
@@ -54,6 +54,7 @@ class Reply:
     written: str               # what the model wrote
     quote: dict | None = None  # the document sentence shown: {"text", "source", page/chapter/section/line}
     unsupported: list | None = None  # "not-said": what the model named that its passages do not contain
+    evidence: list | None = None     # [evidence.Passage]: the passages found for the question, the answer's first
 
 
 def new_words(answer: str, question: str) -> list[str]:
@@ -187,10 +188,12 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     written from. None when the document is not held whole (the caller answers from
     the pot as the paper does)."""
     many = spans.wanted(question).many
-    got = retrieve.passages(engine, question, sources, n=MANY if many else retrieve.PASSAGES)
+    got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
     if got is None:
         return None
     found, (d_src, seg, texts) = got
+    shown_as_evidence = found[:ev.MAX_PASSAGES]
+    found = found if many else found[:retrieve.PASSAGES]
     shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
     src, ids = retrieve.context(engine, shown, (d_src, seg, texts), prompts.encode("\n\n"), room)
     written = write(src, ids)
@@ -198,10 +201,11 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         how, short, unit, invented = several(question, written, shown, texts)
     else:
         how, short, unit, invented = decide(question, written, found, texts)
+    proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
     if how == "not-said":
-        return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented)
+        return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented, evidence=proof)
     if unit is None:
-        return Reply(short, how, short, written)
+        return Reply(short, how, short, written, evidence=proof)
     lo, hi = sentence_units(texts, unit)
     pos = d_src[(seg >= lo) & (seg <= hi)]
     start = int(pos.min()) if pos.numel() else 0
@@ -213,4 +217,42 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         where["line"] += len(sentence) - len(sentence.lstrip("\n"))
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
-    return Reply(quote_line(short, how, sentence, label), how, short, written, quote)
+    return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
+             unit: int | None = None) -> list:
+    """The passages found for the question as the answer's evidence (evidence.Passage, at most MAX_PASSAGES,
+    about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best; each
+    its top unit and the units around it, after its part's heading when that stands apart ("Noteworthy changes
+    in release 8.26 … b2sum is added"), located at its first word."""
+    d_src, seg, texts = doc
+    order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
+    per = ev.MAX_WORDS // ev.MAX_PASSAGES
+    out = []
+    for f in order:
+        i = f.units.index(f.top)
+        lo = hi = i
+        n = len(texts[f.top].split())
+        while True:  # the top unit, then its neighbours alternately, within `per` words
+            grew = False
+            for j in (hi + 1, lo - 1):
+                if 0 <= j < len(f.units) and n + len(texts[f.units[j]].split()) <= per + 6:
+                    n += len(texts[f.units[j]].split())
+                    lo, hi = min(lo, j), max(hi, j)
+                    grew = True
+            if not grew:
+                break
+        units = f.units[lo:hi + 1]
+        pos = d_src[(seg >= units[0]) & (seg <= units[-1])]
+        a, b = int(pos.min()), int(pos.max()) + 1
+        ids = ev.document_tokens(engine, a, b)
+        whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else "".join(texts[u] for u in units)
+        text = clip_words(whole, per + 6)
+        if f.heading is not None and f.heading not in units:
+            text = f"{' '.join(texts[f.heading].split())} \u2026 {text}"
+        source, where = ev.locate(engine, a, sources)
+        if "line" in where:
+            where["line"] += len(whole) - len(whole.lstrip("\n"))
+        out.append(ev.Passage(text=text, start=a, stop=b, score=f.score, source=source, where=where))
+    return out

@@ -66,17 +66,19 @@ class Grounded:
 def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequence[tuple[str, int]],
            rule: str = ev.DEFAULT_RULE, scope: str = honesty.DEFAULT_SCOPE, check: bool = True,
            scored: dict | None = None, how: str = "written", shown: str | None = None,
-           unsupported: list | None = None) -> Grounded:
+           unsupported: list | None = None, evidence: list | None = None) -> Grounded:
     """The evidence of the engine's last answer `guess` to `question` (asked with `prompt`), and the answer to
     show: `shown` (default the guess), or NOT_SAID when it is the model's own answer (`how` "written"), `check`
     is on and it names something outside the checked text (`scope`: "document" — everything read — or
     "context" — the text the answer was written from). A span or sentence of the document is shown as it is; an
-    answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`."""
+    answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`.
+    `evidence`: the passages the answer was found in (answering.py), shown as they are."""
     shown = guess if shown is None else shown
     ctx = ev.Context.of(engine)
     if ctx is None:
         return Grounded(shown, guess, how=how)
-    passages = ev.evidence(engine, ctx, prompt, question, guess, sources, rule=rule, scored=scored)
+    passages = evidence if evidence is not None else ev.evidence(engine, ctx, prompt, question, guess, sources,
+                                                                  rule=rule, scored=scored)
     bad: list[str] = list(unsupported or [])
     text = None
     if check and how == "written" and guess.strip():

@@ -163,7 +163,7 @@ class Session:
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)
-            unsupported = reply.unsupported
+            unsupported, found = reply.unsupported, reply.evidence
             written = reply.written
             if on_text is not None:
                 on_text(reply.text)
@@ -174,13 +174,13 @@ class Session:
             written = stream.finish() if stream else stopper.trim(raw).strip()
             ans = Answer(text=written, kind="question", question=question, short=written,
                          recalled=self.engine.recalled)
-            unsupported = None
+            unsupported = found = None
         ans.seconds = time.perf_counter() - t0
         if grounded:
             from .grounding import ground
 
             g = ground(self.engine, prompt, question, written, self._sources(), how=ans.how, shown=ans.text,
-                       unsupported=unsupported)
+                       unsupported=unsupported, evidence=found)
             g.short, g.quote = ans.short, ans.quote
             ans.grounded, ans.text, ans.how = g, g.answer, g.how
         return ans

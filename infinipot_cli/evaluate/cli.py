@@ -437,6 +437,12 @@ def qa_cmd(
         report.write_json(out / "qa.json", final)
         md = markdown(final["summary"], final)
         report.write_text(out / "qa.md", md)
+        if records:
+            from .plots import qa_plot
+
+            table, _ = load_corpus(corpus)
+            qa_plot(records, {d: e.get("kind", "?") for d, e in table.items()}, out / "qa.png",
+                    f"bench qa — {lm.name}")
     except InfinipotError as e:
         _fail(e)
         return

@@ -226,3 +226,32 @@ def ruler_plot(averages: dict, path: Path, title: str = "") -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def qa_plot(records: list[dict], kinds: dict[str, str], path: Path, title: str = "") -> Path:
+    """Right answers and evidence holding the answer, per document kind (x) and flow or baseline (bars):
+    `records` are bench qa's, `kinds` maps a document id to its kind."""
+    ans = [r for r in records if not r["unanswerable"]]
+    flows = list(dict.fromkeys(r["flow"] for r in ans))
+    kind_list = sorted({kinds.get(r["doc"], "?") for r in ans})
+    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.2 * len(kind_list) * 2), 3.6), dpi=110, sharey=True)
+    width = 0.8 / max(1, len(flows))
+    for ax, key, label in ((axes[0], "correct", "right"), (axes[1], "evidence_recall", "evidence holds the answer")):
+        for i, flow in enumerate(flows):
+            vals = []
+            for k in kind_list:
+                rs = [r for r in ans if r["flow"] == flow and kinds.get(r["doc"], "?") == k]
+                vals.append(100 * sum(bool(r[key]) for r in rs) / len(rs) if rs else float("nan"))
+            ax.bar([x + i * width for x in range(len(kind_list))], vals, width, label=flow)
+        ax.set_xticks([x + width * (len(flows) - 1) / 2 for x in range(len(kind_list))], kind_list, rotation=30)
+        ax.set_title(label, fontsize=10)
+        ax.set_ylim(0, 100)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("% of answerable questions")
+    axes[1].legend(fontsize=8, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
