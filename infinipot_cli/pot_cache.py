@@ -152,32 +152,38 @@ class Entry:
                 "catalyst": read.get("catalyst"), "spread": read.get("spread")}
 
 
-def entries(where: Path | None = None) -> list[Entry]:
-    """The cached pots, least recently used first (headers only: cheap)."""
+def entries() -> list[Entry]:
+    """The cached pots with their metadata (None: unreadable), least recently used first (headers only: cheap)."""
     from .potfile import read_meta
 
-    where = where or folder()
-    out = []
-    with contextlib.suppress(OSError):
-        for p in where.glob("*.pot"):
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            try:
-                meta = read_meta(p)
-            except InfinipotError:
-                meta = None
-            out.append(Entry(p, st.st_size, st.st_mtime, meta))
+    out = [e for e in map(_stat_entry, folder().glob("*.pot")) if e]
+    for e in out:
+        try:
+            e.meta = read_meta(e.path)
+        except InfinipotError:
+            e.meta = None
     return sorted(out, key=lambda e: e.used)
 
 
+def _stat_entry(path: Path) -> Entry | None:
+    """An entry from its file alone (metadata not read), None when there is no such file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return Entry(path, st.st_size, st.st_mtime)
+
+
 def _unlink(path: Path) -> bool:
+    """Remove a file: True when removed, False when it was gone already (another process); InfinipotError when
+    it cannot be."""
     try:
         path.unlink()
         return True
     except FileNotFoundError:
         return False
+    except OSError as e:
+        raise InfinipotError(f"cannot remove {path}: {e.strerror or e}") from None
 
 
 def remove(key: str | None = None) -> list[Entry]:
@@ -200,15 +206,24 @@ def remove(key: str | None = None) -> list[Entry]:
 def evict(limit: int, keep: Path | None = None) -> list[Entry]:
     """Drop the least recently used entries until the cache fits `limit` bytes (`keep` last of all); returns
     the entries dropped."""
-    found = entries()
+    with contextlib.suppress(OSError):  # temp files a killed save left behind (a save takes seconds, not hours)
+        for tmp in folder().glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - tmp.stat().st_mtime > 3600:
+                    tmp.unlink()
+    found = [e for e in map(_stat_entry, folder().glob("*.pot")) if e]
     total = sum(e.size for e in found)
+    found.sort(key=lambda e: e.used)
     order = [e for e in found if e.path != keep] + [e for e in found if e.path == keep]
     dropped = []
     for e in order:
         if total <= limit:
             break
-        if _unlink(e.path):
-            dropped.append(e)
+        try:
+            if _unlink(e.path):
+                dropped.append(e)
+        except InfinipotError:
+            continue
         total -= e.size
     return dropped
 
@@ -277,10 +292,12 @@ class PotCache:
         self._doc = self._document(lm, opened, hashes)
         self._states = [_file_state(s.path) for s in opened]
         doc_key, self.key = self._key(self._doc, self._read_tag())
-        cands = [e for e in entries() if e.key == self.key]
+        where = folder()
+        cands = [e for e in map(_stat_entry, [where / f"{self.key}.pot"]) if e]
         if self.job.kind in ("ask", "chat") and answers_from_document(self.job.pot):
-            others = [e for e in entries() if e.key.startswith(doc_key + "-") and e.key != self.key]
-            cands += sorted(others, key=lambda e: -e.used)  # any read of the document: the most recently used first
+            with contextlib.suppress(OSError):
+                others = [e for e in map(_stat_entry, where.glob(f"{doc_key}-*.pot")) if e and e.key != self.key]
+                cands += sorted(others, key=lambda e: -e.used)  # any read of the document, the last used first
         for e in cands:
             session = self._load(e, lm, hashes, doc_key, display, on_event)
             if session is not None:
@@ -316,7 +333,8 @@ class PotCache:
         except Exception as err:  # noqa: BLE001 - whatever a damaged file raises, the document is read again
             if not e.path.exists():
                 return None
-            _unlink(e.path)
+            with contextlib.suppress(InfinipotError):
+                _unlink(e.path)
             reason = str(err).replace(str(e.path), "").strip(" :") or "unreadable"
             display.warn(f"dropped a damaged cached pot ({reason}); reading the document again")
             return None

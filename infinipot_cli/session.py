@@ -234,8 +234,9 @@ class Result:
 
 
 def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Result:
-    """Open the sources, load the model, start or resume the pot, read, save, answer (streamed to `on_text`,
-    then a line end); `display` (display.Display) shows progress and warnings on stderr."""
+    """Open the sources, load the model, start or resume the pot (or take it from the pot cache, pot_cache.py:
+    then nothing is read), read, store it in the cache, save, answer (streamed to `on_text`, then a line end);
+    `display` (display.Display) shows progress and warnings on stderr."""
     from .documents import open_source
     from .pot_cache import PotCache, off_json
     from .units import fmt_bytes

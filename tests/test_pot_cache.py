@@ -18,7 +18,8 @@ from infinipot_cli import engine as engine_mod
 from infinipot_cli import pot_cache, potfile
 from infinipot_cli.cli import app
 
-SMALL = ["--pot-size", "256", "--keep", "128", "--chunk", "128", "--max-new-tokens", "8", "-q", "--json"]
+SMALL = ["--pot-size", "128", "--keep", "64", "--chunk", "64", "--max-new-tokens", "4", "-q", "--json"]
+ROOMY = ["--pot-size", "256", "--keep", "128", "--chunk", "64", "--max-new-tokens", "4", "-q", "--json"]  # summaries
 WORDS = ("keeper lamp tower island storm harbour boat rope winter light stair bell tide rock gull wind ledger "
          "supply north south coast night morning oil glass shutter signal captain crew").split()
 
@@ -61,7 +62,7 @@ def feeds(monkeypatch):
     return n
 
 
-def document(path, seed=0, lines=60) -> str:
+def document(path, seed=0, lines=30) -> str:
     rnd = random.Random(seed)
     text = "".join(" ".join(rnd.choice(WORDS) for _ in range(10)).capitalize() + ".\n" for _ in range(lines))
     path.write_text(text)
@@ -99,7 +100,7 @@ def test_second_ask_answers_from_the_cache_as_load_pot_would(tiny, cache, feeds,
     assert second["tokens_read"] == first["tokens_read"] and second["timings"]["read_s"] == 0
     assert second["sources"][0]["path"] == doc
 
-    r, loaded = run(["ask", "--load-pot", saved, "Where is the boat?", "--max-new-tokens", "8", "-q", "--json"], tiny)
+    r, loaded = run(["ask", "--load-pot", saved, "Where is the boat?", "--max-new-tokens", "4", "-q", "--json"], tiny)
     assert r.exit_code == 0, r.stderr
     assert second["answer"] == loaded["answer"] and second.get("evidence") == loaded.get("evidence")
 
@@ -203,7 +204,7 @@ def test_an_interrupted_read_leaves_no_entry(tiny, cache, tmp_path, monkeypatch)
         return real(self, ids, where)
 
     monkeypatch.setattr(engine_mod.Engine, "feed", flaky)
-    r, _ = run(["ask", document(tmp_path / "book.txt", seed=4), "Who?"] + SMALL, tiny)
+    r, _ = run(["ask", document(tmp_path / "book.txt", seed=4, lines=150), "Who?"] + SMALL, tiny)
     assert r.exit_code == 130
     assert pots(cache) == [] and leftovers(cache) == []
 
@@ -217,7 +218,7 @@ def test_two_stores_of_one_key_at_once_leave_one_complete_pot(tiny, cache, tmp_p
 
     doc = document(tmp_path / "book.txt", seed=5)
     lm = load_model(tiny)
-    job = Job(kind="ask", sources=[doc], question="Who?", pot=PotConfig(size=256, keep=128, chunk=128))
+    job = Job(kind="ask", sources=[doc], question="Who?", pot=PotConfig(size=128, keep=64, chunk=64))
     display = Display(mode="quiet")
     stores = []
     for _ in range(2):
@@ -250,25 +251,25 @@ def test_two_stores_of_one_key_at_once_leave_one_complete_pot(tiny, cache, tmp_p
 
 def test_questions_use_any_read_of_the_document_summaries_only_their_own(tiny, cache, feeds, tmp_path):
     doc = document(tmp_path / "guide.txt", seed=6)
-    r, summ = run(["summarize", doc] + SMALL, tiny)
+    r, summ = run(["summarize", doc] + ROOMY, tiny)
     assert r.exit_code == 0 and summ["cache"]["stored"], r.stderr
     feeds["calls"] = 0
-    r, asked = run(["ask", doc, "Which tide?"] + SMALL, tiny)  # a question: the summary's pot serves
+    r, asked = run(["ask", doc, "Which tide?"] + ROOMY, tiny)  # a question: the summary's pot serves
     assert r.exit_code == 0 and asked["cache"]["hit"] and asked["cache"]["key"] == summ["cache"]["key"]
     assert feeds["calls"] == 0
-    r, again = run(["summarize", doc] + SMALL, tiny)
+    r, again = run(["summarize", doc] + ROOMY, tiny)
     assert r.exit_code == 0 and again["cache"]["hit"] and feeds["calls"] == 0
 
     other = document(tmp_path / "other.txt", seed=7)
-    r, q = run(["ask", other, "Which tide?"] + SMALL, tiny)
+    r, q = run(["ask", other, "Which tide?"] + ROOMY, tiny)
     assert r.exit_code == 0 and q["cache"]["stored"]
-    r, s = run(["summarize", other] + SMALL, tiny)  # a summary does not use a question's pot: it reads
+    r, s = run(["summarize", other] + ROOMY, tiny)  # a summary does not use a question's pot: it reads
     assert r.exit_code == 0 and s["cache"]["hit"] is False and s["cache"]["stored"] and feeds["calls"] > 0
     # the paper's selection answers from the pot's KV: another question reads again
-    r, p1 = run(["ask", other, "Which tide?", "--method", "infinipot-paper"] + SMALL, tiny)
-    r, p2 = run(["ask", other, "Which gull?", "--method", "infinipot-paper"] + SMALL, tiny)
+    r, p1 = run(["ask", other, "Which tide?", "--method", "infinipot-paper"] + ROOMY, tiny)
+    r, p2 = run(["ask", other, "Which gull?", "--method", "infinipot-paper"] + ROOMY, tiny)
     assert p1["cache"]["stored"] and p2["cache"]["hit"] is False and p2["cache"]["key"] != p1["cache"]["key"]
-    r, p3 = run(["ask", other, "Which tide?", "--method", "infinipot-paper"] + SMALL, tiny)
+    r, p3 = run(["ask", other, "Which tide?", "--method", "infinipot-paper"] + ROOMY, tiny)
     assert p3["cache"]["hit"] and p3["cache"]["key"] == p1["cache"]["key"]
 
 
