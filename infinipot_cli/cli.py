@@ -464,14 +464,14 @@ def _compile_step(model: Optional[str]) -> None:
 
 @app.command("cache")
 def cache(
-    clear: bool = typer.Option(False, "--clear", help="Remove every cached pot."),
+    clear: bool = typer.Option(False, "--clear", metavar="", help="Remove every cached pot."),
     remove: Optional[str] = typer.Option(None, "--remove", metavar="KEY", help="Remove the cached pot whose key "
                                          "starts with KEY."),
-    json_out: bool = typer.Option(False, "--json", help="Print the list as one JSON object on stdout."),
+    json_out: bool = typer.Option(False, "--json", metavar="", help="Print the list as one JSON object on stdout."),
 ):
     """List the pots cached by ask, summarize and chat (sources, tokens, read time, size, age, model), or remove
     them. A later command on the same document, model and settings answers from its pot without reading; reads
-    under a few seconds are not cached; --no-cache reads again. The cache's size: $INFINIPOT_CACHE_BUDGET (default
+    under 3 s are not cached; --no-cache reads again. The cache's size: $INFINIPOT_CACHE_BUDGET (default
     4G, the least recently used pots dropped first; 0 turns it off)."""
     from .pot_cache import cache_command
 

@@ -89,6 +89,9 @@ def test_second_ask_answers_from_the_cache_as_load_pot_would(tiny, cache, feeds,
     assert r.exit_code == 0, r.stderr
     assert first["cache"]["hit"] is False and first["cache"]["stored"] is True
     assert feeds["calls"] > 0 and pots(cache) == [first["cache"]["key"] + ".pot"]
+    r, uncached = run(["ask", doc, "Who keeps the lamp?", "--no-cache"] + SMALL, tiny)
+    assert r.exit_code == 0 and uncached["answer"] == first["answer"]  # storing does not change the first answer
+    assert uncached.get("evidence") == first.get("evidence")
 
     feeds["calls"] = 0
     r, second = run(["ask", doc, "Where is the boat?"] + SMALL, tiny)
