@@ -15,7 +15,7 @@ A question is answered from passages of the whole document as read (the pot and 
 read), not from the pot's KV, so with InfiniPot's archive recall (`answers_from_document`) a question may use any
 pot of the document (any read key): its answer is the one the pot it was read with would give. A summary is
 written from the pot's KV, so it uses only a pot read as `summarize` reads (general catalyst, its spread). The
-measurements behind this choice: docs/results/pot_cache.md.
+measurements behind this choice: docs/pot-cache.md.
 
 Stdin: a pipe's bytes are known only once read, so a pipe is read every time; its pot is stored (under the hash of
 what was read) and a later run on a file with the same bytes finds it. Stdin redirected from a file (`< book.txt`)
@@ -285,12 +285,12 @@ class PotCache:
     # ---- look up ------------------------------------------------------------------------------------------
     def find(self, lm, opened: list, display, on_event=None):
         """A Session resumed from the cached pot for these sources and settings, or None (then read, and store)."""
+        self._states = [_file_state(s.path) for s in opened]  # before hashing: a change from now on is seen
         hashes = self._hashes(opened)
         if any(h is None for h in hashes):
-            self.why = "stdin is a pipe: its bytes are known only once read"
+            self.why = "a pipe: its bytes are known only once read"
             return None
         self._doc = self._document(lm, opened, hashes)
-        self._states = [_file_state(s.path) for s in opened]
         doc_key, self.key = self._key(self._doc, self._read_tag())
         where = folder()
         cands = [e for e in map(_stat_entry, [where / f"{self.key}.pot"]) if e]
