@@ -121,6 +121,7 @@ class Options:
     save_pot: Optional[str] = None
     force: bool = False
     load_pot: Optional[str] = None
+    no_cache: bool = False
     inputs: List[str] = field(default_factory=list)
     pot: dict = field(default_factory=dict)
 
@@ -156,6 +157,8 @@ def _reading_options() -> list[tuple[str, object, object]]:
             help="Start from a saved pot: ask without re-reading, or read more into it.")),
         ("save_pot", Optional[str], typer.Option(None, "--save-pot", rich_help_panel=P_IO, metavar="FILE",
                                                  help="Write the distilled pot to FILE (atomically).")),
+        ("no_cache", bool, typer.Option(False, "--no-cache", rich_help_panel=P_IO, metavar="", help=(
+            "Read the document again: neither answer from the pot cache nor store into it (`infinipot cache`)."))),
         ("force", bool, typer.Option(False, "--force", rich_help_panel=P_IO, metavar="",
                                      help="Let --save-pot replace an existing file that is not a pot.")),
         ("json_out", bool, typer.Option(False, "--json", rich_help_panel=P_IO, metavar="",
@@ -244,7 +247,7 @@ def run_job(kind: str, sources: list[str], question: Optional[str], o: Options, 
     job = Job(kind=kind, sources=list(sources), question=question, pot=None if o.load_pot else pot_config(o, kind),
               load_pot=o.load_pot, save_pot=o.save_pot, force=o.force, model=o.model, device=o.device,
               dtype=o.dtype, format=o.format, catalyst=o.catalyst, max_new_tokens=o.max_new_tokens,
-              overview=overview, notice=_waiting_notice(o))
+              overview=overview, cache=not o.no_cache, notice=_waiting_notice(o))
     display = Display(mode="quiet" if o.quiet else "auto", stream=sys.stderr)
     result = run(job, display, on_text=None if o.json_out or kind not in ("ask", "summarize") else _stdout_writer())
     if kind == "chat":
@@ -293,6 +296,8 @@ def result_json(result, kind: str, o: Options) -> dict:
     }
     if answer is not None and answer.grounded is not None:  # "evidence": [{text, source, page | ...}], "guess"
         out.update(answer.grounded.as_json())
+    if result.cache is not None:  # {"hit": true, "key", "age_s", "read_s", "tokens_read"} or {"hit": false, ...}
+        out["cache"] = result.cache
     if kind == "read":
         out["pot_file"] = o.save_pot
     if answer is not None and answer.summary is not None:
@@ -487,6 +492,25 @@ def _compile_step(model: Optional[str]) -> None:
         raise ModelError(f"could not build the compiled answer step: {type(e).__name__}: "
                          f"{(str(e).splitlines() or [''])[0][:200]}") from e
     sys.stdout.write("".join(f"{p}\n" for p in paths.values()))
+
+
+@app.command("cache")
+def cache(
+    clear: bool = typer.Option(False, "--clear", metavar="", help="Remove every cached pot."),
+    remove: Optional[str] = typer.Option(None, "--remove", metavar="KEY", help="Remove the cached pot whose key "
+                                         "starts with KEY."),
+    json_out: bool = typer.Option(False, "--json", metavar="", help="Print the list as one JSON object on stdout."),
+):
+    """List the pots cached by ask, summarize and chat (sources, tokens, read time, size, age, model), or remove
+    them. A later command on the same document, model and settings answers from its pot without reading; reads
+    under 3 s are not cached; --no-cache reads again. The cache's size: $INFINIPOT_CACHE_BUDGET (default
+    4G, the least recently used pots dropped first; 0 turns it off)."""
+    from .pot_cache import cache_command
+
+    with handle_errors():
+        if clear and remove is not None:
+            raise UsageError("give --clear or --remove KEY, not both")
+        cache_command(clear, remove, json_out, sys.stdout)
 
 
 def _tokenizer_for(name: Optional[str]):

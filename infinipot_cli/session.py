@@ -246,6 +246,7 @@ class Job:
     catalyst: str | None = None                # --catalyst TEXT
     max_new_tokens: int = 256
     overview: bool | None = None               # summarize: the model's overview too (None: Session.summarize's default)
+    cache: bool = True                         # look the pot up in the pot cache and store it there (pot_cache.py)
     notice: Callable[[str], None] | None = None  # told when opening a source waits (a FIFO with no writer)
 
     def check(self) -> None:
@@ -276,15 +277,19 @@ class Result:
     answer: Answer | None
     read_s: float
     total_s: float
+    cache: dict | None = None                  # --json "cache": {hit, key, ...} (pot_cache.py); None: not used
 
 
 def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Result:
-    """Open the sources, load the model, start or resume the pot, read, save, answer (streamed to `on_text`,
-    then a line end); `display` (display.Display) shows progress and warnings on stderr."""
+    """Open the sources, load the model, start or resume the pot (or take it from the pot cache, pot_cache.py:
+    then nothing is read), read, store it in the cache, save, answer (streamed to `on_text`, then a line end);
+    `display` (display.Display) shows progress and warnings on stderr."""
     from .documents import open_source
+    from .pot_cache import PotCache, off_json
     from .units import fmt_bytes
 
     job.check()
+    cache = PotCache.plan(job)  # None: this command neither looks up nor stores; stdin from a file is hashed now
     # every source opened and a pot file checked (its data against its checksum) before the model loads
     opened = [open_source(p, job.format, notice=job.notice) for p in job.sources]
     checked = None
@@ -307,7 +312,10 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
             if opened:
                 session.read_with(job.reading_catalyst())
         else:
-            session = Session.start(lm, job.pot, job.reading_catalyst(), on_event=display.on_event)
+            session = cache.find(lm, opened, display, on_event=display.on_event) if cache else None
+            if session is None:
+                session = Session.start(lm, job.pot, job.reading_catalyst(), on_event=display.on_event)
+        hit = cache is not None and cache.hit is not None
 
         def save() -> None:
             n = session.save(job.save_pot, job.sources, job.force)
@@ -330,12 +338,15 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
                             "and the same source", always=True)
 
         try:
-            _read_all(session, opened, job, display)
+            if not hit:
+                _read_all(session, opened, job, display)
         except KeyboardInterrupt:
             if job.save_pot:
                 save_partial()
             raise
         _warn_past_window(session, display)
+        if cache is not None and not hit:
+            cache.store(session, opened, display)
         if job.save_pot:
             save()
 
@@ -353,7 +364,8 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
                 for d in answer.summary.dropped:
                     display.message(f"withheld from the overview (the document does not contain "
                                     f"{', '.join(d['unsupported'][:3])}): {d['text']}", style="dim")
-    return Result(session=session, answer=answer, read_s=session.read_s, total_s=time.perf_counter() - t_start)
+    return Result(session=session, answer=answer, read_s=session.read_s, total_s=time.perf_counter() - t_start,
+                  cache=cache.as_json() if cache is not None else off_json(job))
 
 
 def _load_model(job: Job, display, checked: tuple | None):

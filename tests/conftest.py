@@ -6,6 +6,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
+# The pot cache is off in tests (a command on a document read before would answer from it, not read):
+# tests/test_pot_cache.py turns it on in a folder of its own. Subprocesses inherit this.
+os.environ["INFINIPOT_CACHE_BUDGET"] = "0"
 
 
 def pytest_addoption(parser):
