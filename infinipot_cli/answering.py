@@ -107,6 +107,23 @@ def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[floa
     return out
 
 
+_IDENT = re.compile(r"[A-Za-z0-9][\w.\-/:@+]*[A-Za-z0-9]")  # a word, number or identifier, punctuation inside
+
+
+def completed(written: str, text: str) -> str:
+    """`written` with each identifier the model cut short written whole: a token of at least 6 characters with a
+    digit, "-" or "_" that `text` (its passages) does not hold as a token but begins exactly one longer token of
+    ("79fd3d1d-6" → "79fd3d1d-681e-4af2-b209-9f3a51745e1f"; a small model copies the head of a long identifier)."""
+    held = set(_IDENT.findall(text))
+    for t in dict.fromkeys(_IDENT.findall(written)):
+        if len(t) < 6 or t in held or not re.search(r"[\d_-]", t):
+            continue
+        longer = {h for h in held if len(h) > len(t) and h.startswith(t)}
+        if len(longer) == 1:
+            written = re.sub(rf"(?<![\w.]){re.escape(t)}(?![\w-])", longer.pop(), written)
+    return written
+
+
 def decide(question: str, written: str, found: list[retrieve.Found], texts: list[str]
            ) -> tuple[str, str, int | None, list[str]]:
     """(how, short, unit, unsupported): keep the model's answer ("written"), take a span of the passages
@@ -115,6 +132,7 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     not contain."""
     want = spans.wanted(question)
     sents = _sentences(found, texts)
+    written = completed(written, " ".join(texts[u] for _, u in sents))
     cands: list[tuple[float, spans.Span, int]] = []  # (score, span, unit), best first
     if want.typed:
         for w, u in sents:
@@ -143,6 +161,7 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
     stands, its items naming what the passages lack left out (honesty.supported_items), a non-answer gives way to
     the best sentence, an answer naming what the passages lack and no list, to "does not seem to say"."""
     held = " ".join(texts[u] for f in found for u in f.units)
+    written = completed(written, held)
     if non_answer(written, question):
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
     invented = honesty.unsupported(written, question, held)

@@ -78,3 +78,14 @@ def test_a_quote_is_the_whole_sentence():
     assert answering.sentence_units(texts, 1) == (1, 2)
     assert answering.sentence_units(texts, 2) == (1, 2)
     assert answering.sentence_units(MAN, 2) == (2, 2)  # a line with its description is one unit already
+
+
+def test_an_identifier_cut_short_is_written_whole():
+    uuid = "79fd3d1d-681e-4af2-b209-9f3a51745e1f"
+    text = f"One of the special magic uuids for 4cb55334-a545 is: {uuid}."
+    assert answering.completed("79fd3d1d-6.", text) == f"{uuid}."
+    assert answering.completed("Use --conf-d here.", "Use --conf-dir DIR.") == "Use --conf-dir here."
+    # a whole token of the passage, a plain word, or a head shared by two identifiers stays as written
+    assert answering.completed("uid 37", "uid 37 and 371") == "uid 37"
+    assert answering.completed("The answer is config.", "configuration") == "The answer is config."
+    assert answering.completed("79fd3d1d-6", f"{uuid} 79fd3d1d-6aaa") == "79fd3d1d-6"

@@ -132,7 +132,7 @@ def test_causes_tables_and_plot(tmp_path):
     assert cause("123", "x", "x", 1.0, True) == "cut short"
     assert cause("123", "x", "x", 1.0, False) == "not answered"
     assert cause("123", "x", "x", 0.5, False) == "partial"
-    assert cause("123", "x", "x", 0.0, False) == "evicted"
+    assert cause("123", "x", "x", 0.0, False) == "not seen"
     recs = [{"task": t, "length_target": 4096, "method": "infinipot", "flow": "direct", "score": sc, "skipped": None,
              "causes": {"v": "ok"}} for t, sc in (("vt", 1.0), ("cwe", 0.5))]
     recs.append({"task": "vt", "length_target": 8192, "method": "full", "flow": "direct", "score": None,

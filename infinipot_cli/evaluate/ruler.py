@@ -9,9 +9,10 @@ whole input does not fit the model's position range, as in `bench needle`.
 Every record traces where the needles were (`needles`): for each inserted sentence (a niah needle, `answer`
 when it holds a reference, else a distractor with another key; a vt chain link) and each reference value, the share of its tokens that the pot held
 after the read (mean over heads, and the share of heads holding all of it) and the share in the text the answer
-was written from (after the final narrowing and any recall). `cause` then names why a reference is missing
-from the answer: `evicted` (nothing of it left), `partial` (some of its tokens), `not answered` (held whole,
-not written), `cut short` (held whole, the answer hit its token budget), `withheld` (written, then withheld by
+was written from (the passage found for the question, answering.py; from the pot: after the final narrowing and
+any recall). `cause` then names why a reference is missing from the answer: `not seen` (none of it in that text:
+not among the passages found, or evicted from the pot), `partial` (some of its tokens), `not answered` (seen
+whole, not written), `cut short` (held whole, the answer hit its token budget), `withheld` (written, then withheld by
 honesty.py), or `ok`.
 """
 
@@ -119,7 +120,7 @@ def cause(ref: str, answer: str, guess: str, seen: float, hit_budget: bool) -> s
         return "withheld"
     if seen >= 1.0:
         return "cut short" if hit_budget else "not answered"
-    return "partial" if seen > 0 else "evicted"
+    return "partial" if seen > 0 else "not seen"
 
 
 def run_sample(lm, cfg: RulerConfig, sample: Sample, ids: list[int], spans: list[dict], method: str, flow: str,
@@ -269,7 +270,7 @@ def markdown(summary: list[dict], records: list[dict], tasks: list[str], lengths
         lines.append("")
     counts = cause_counts(records)
     if counts:
-        names = ["ok", "withheld", "cut short", "not answered", "partial", "evicted"]
+        names = ["ok", "withheld", "cut short", "not answered", "partial", "not seen"]
         lines += ["References by cause (see ruler.py):", "", "| method | " + " | ".join(names) + " |",
                   "|---" * (len(names) + 1) + "|"]
         for label, d in counts.items():
