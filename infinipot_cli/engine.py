@@ -210,19 +210,26 @@ class Engine:
         while room > chunk:
             self._forward(self._take(chunk))
             room -= chunk
-        cat, rows = self._catalyst_for(self.catalyst)
+        cat, rows = self.catalyst_for(self.catalyst)
         _, capt = self._forward(self._take(room), cat, rows, focus=self.catalyst_focus)
         self._distill(self.cfg.keep, capt)
 
 
     # ---- one forward pass -----------------------------------------------------------------------
-    def _catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
-        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst."""
+    def catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
+        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst: the prompt
+        and all its rows (a CaP policy), nothing and the last row ("last": TOVA), or nothing (no catalyst)."""
         if self.policy.catalyst == "prompt":
             return list(prompt), len(prompt)
         if self.policy.catalyst == "last":
             return [], 1
         return [], 0
+
+    def catalyst_capture(self, cat: list[int], rows: int) -> cap_scores.Capture:
+        """The attention the last `rows` query rows of the catalyst `cat` (catalyst_for) give the pot's entries,
+        from one forward of `cat` alone over the pot; the catalyst's entries are cropped away afterwards, so the
+        pot is left as it was."""
+        return self._forward([], cat, rows)[1]
 
     @torch.no_grad()
     def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
@@ -548,7 +555,7 @@ class Engine:
         """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question); its scores
         come from the read's last forward when that carried this prompt (expect()) and the pot is unchanged."""
         capt = None
-        cat, rows = self._catalyst_for(prompt_ids)
+        cat, rows = self.catalyst_for(prompt_ids)
         prep, self._prepared = self._prepared, None  # used once
         if rows and prep is not None and prep[0] == list(prompt_ids) and prep[1] == focus:
             capt = prep[2]

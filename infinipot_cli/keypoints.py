@@ -58,9 +58,9 @@ def entry_scores(engine, prompt_ids: list[int]) -> tuple[torch.Tensor, torch.Ten
     src, tok = pot.src[0, 0, npin:].cpu(), pot.tok[0, 0, npin:].cpu()
     nov = pot.nov[0, 0, npin:].float().cpu()
     cap = torch.zeros_like(nov)
-    cat, rows = engine._catalyst_for(prompt_ids)
+    cat, rows = engine.catalyst_for(prompt_ids)
     if rows and len(pot) + len(cat) <= (engine.cfg.size or 1 << 62):
-        _, capt = engine._forward([], cat, rows)  # the catalyst's rows over the pot; its entries are cropped
+        capt = engine.catalyst_capture(cat, rows)  # the catalyst's rows over the pot; its entries are cropped
         if capt.scores:
             # the layers the policy captures (the shared scorer's: from share_from of the depth on), mean over heads
             cap = torch.stack([capt.scores[l][:, npin:len(pot)].float().mean(0).cpu()
