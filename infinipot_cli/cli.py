@@ -172,7 +172,7 @@ READING_OPTIONS = _reading_options()
 
 def _options(**kw) -> Options:
     """Options from the command line, checked before anything heavy is loaded (bad input fails in milliseconds)."""
-    from .config import cli_knobs, default
+    from .config import default
     from .knob_options import pop_knobs
 
     pot = pop_knobs(kw)

@@ -138,6 +138,21 @@ def catalyst_room(cfg: PotConfig) -> int | None:
     return cfg.size - cfg.keep - 1 if cfg.bounded else None
 
 
+def check_catalyst_room(cfg: PotConfig, catalyst_len: int, named: str = "", loaded: bool = False) -> None:
+    """Raise UsageError when a catalyst of `catalyst_len` tokens (0: the policy forwards none) leaves a bounded
+    pot no room to read. `named`: "question" or "--catalyst text" when the user wrote the catalyst: the message
+    then names it as too long (`loaded`: the pot was loaded, its size is fixed); otherwise the pot is too small."""
+    room = catalyst_room(cfg)
+    if room is None or catalyst_len <= room:
+        return
+    if named:
+        fix = f"shorten the {named}" + ("" if loaded else " (or raise --pot-size)")
+        raise UsageError(f"the {named} is too long: {catalyst_len:,} tokens as a catalyst, and a pot of "
+                         f"{cfg.size:,} entries keeping {cfg.keep:,} has room for {room:,}; {fix}")
+    raise UsageError(f"the pot is too small: pot size {cfg.size} - keep {cfg.keep} - catalyst {catalyst_len} "
+                     "tokens leaves no room to read; raise --pot-size or lower --keep")
+
+
 def default(name: str):
     """The declared default of a field."""
     return next(f.default for f in dataclasses.fields(PotConfig) if f.name == name)

@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 
 from .archive import Archive
-from .config import PotConfig, catalyst_room, split_method_spec  # noqa: F401 - re-exported
+from .config import PotConfig, catalyst_room, check_catalyst_room, split_method_spec  # noqa: F401 - re-exported
 from .decode import AnswerCache, answer_room, generate
 from .devices import Clock, Tally, to_device
 from .model import with_cache
@@ -114,12 +114,7 @@ class Engine:
 
     def _check_room(self) -> None:
         """The catalyst must leave room to read (sizes themselves are checked by PotConfig.validate)."""
-        room = catalyst_room(self.cfg)
-        c = self.cfg
-        if room is not None and self._cat_len() > room:
-            raise UsageError(
-                f"the pot is too small: pot size {c.size} - keep {c.keep} - catalyst {self._cat_len()} tokens "
-                "leaves no room to read; raise --pot-size or lower --keep")
+        check_catalyst_room(self.cfg, self._cat_len())
 
     def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
         self.catalyst = list(ids)
@@ -210,19 +205,26 @@ class Engine:
         while room > chunk:
             self._forward(self._take(chunk))
             room -= chunk
-        cat, rows = self._catalyst_for(self.catalyst)
+        cat, rows = self.catalyst_for(self.catalyst)
         _, capt = self._forward(self._take(room), cat, rows, focus=self.catalyst_focus)
         self._distill(self.cfg.keep, capt)
 
 
     # ---- one forward pass -----------------------------------------------------------------------
-    def _catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
-        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst."""
+    def catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
+        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst: the prompt
+        and all its rows (a CaP policy), nothing and the last row ("last": TOVA), or nothing (no catalyst)."""
         if self.policy.catalyst == "prompt":
             return list(prompt), len(prompt)
         if self.policy.catalyst == "last":
             return [], 1
         return [], 0
+
+    def catalyst_capture(self, cat: list[int], rows: int) -> cap_scores.Capture:
+        """The attention the last `rows` query rows of the catalyst `cat` (catalyst_for) give the pot's entries,
+        from one forward of `cat` alone over the pot; the catalyst's entries are cropped away afterwards, so the
+        pot is left as it was."""
+        return self._forward([], cat, rows)[1]
 
     @torch.no_grad()
     def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
@@ -428,10 +430,7 @@ class Engine:
         pot, cfg = self.pot, self.cfg
         if not cfg.bounded:
             return cfg.keep if self.policy.compress_at_end and len(pot) > cfg.keep else None  # SnapKV's one compression
-        limit = cfg.size - prompt_len - max_new_tokens
-        if limit <= pot.n_pinned + 16:
-            raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
-                             f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
+        limit = pot.n_pinned + self.answer_room(prompt_len, max_new_tokens)  # raises when they do not fit
         # a document that fits the pot whole (never distilled while reading) is answered from all of it:
         # narrowing such pots lost answers the whole text gave (docs/results/needle.md)
         narrow = 0
@@ -477,7 +476,7 @@ class Engine:
     def answer_room(self, prompt_len: int, max_new_tokens: int) -> int:
         """Document tokens an answer written over chosen text (answer_over) may see beside the pinned header, the
         prompt and the answer within the pot's M entries (unbounded methods: no limit); a UsageError when the
-        prompt and the answer alone do not fit, as for an answer from the pot (_final_target)."""
+        prompt and the answer alone do not fit (the one check, _final_target's for an answer from the pot too)."""
         cfg = self.cfg
         if not cfg.bounded:
             return 1 << 62
@@ -548,7 +547,7 @@ class Engine:
         """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question); its scores
         come from the read's last forward when that carried this prompt (expect()) and the pot is unchanged."""
         capt = None
-        cat, rows = self._catalyst_for(prompt_ids)
+        cat, rows = self.catalyst_for(prompt_ids)
         prep, self._prepared = self._prepared, None  # used once
         if rows and prep is not None and prep[0] == list(prompt_ids) and prep[1] == focus:
             capt = prep[2]

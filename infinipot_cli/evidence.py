@@ -27,7 +27,6 @@ piece's start and the passage (the pot and its archive together hold every token
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -37,6 +36,7 @@ from .archive import STOPWORDS, clip_words, count_words, words
 from .model import with_cache
 from .scoring import cap as cap_scores
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
+from .where import Where, without
 
 MAX_PASSAGES = 3
 MAX_WORDS = 120          # words in all the passages together, about
@@ -46,7 +46,6 @@ RULES = ("attention", "relevance", "words", "combined", "document")
 DEFAULT_RULE = "document"  # measured best on bench qa (docs/results/qa.md); attention alone was the worst
 ASKED_RULES = ("combined", "document")  # their second passage is the one the question's words point at
 MAX_DOCUMENT_TOKENS = 4_000_000  # "document": longer documents are ranked over the kept text only
-_LOC = {"page": re.compile(r"p\. (\S+)"), "chapter": re.compile(r"ch\. (\d+)"), "line": re.compile(r"line (\d+)")}
 
 
 @dataclass
@@ -69,17 +68,8 @@ class Passage:
 
 def where_label(w: dict) -> str:
     """A short human location from a location dict: 'p. 12 · Title', 'ch. 3', 'line 40 · OPTIONS', '§ Title'."""
-    if "page" in w:
-        s = f"p. {w['page']}"
-    elif "chapter" in w:
-        s = f"ch. {w['chapter']}"
-    elif "line" in w:
-        s = f"line {w['line']}"
-    else:
-        s = ""
-    if w.get("section"):
-        s = f"{s} · {w['section']}" if s else f"§ {w['section']}"
-    return s
+    kind = next((k for k in ("page", "chapter", "line") if k in w), None)
+    return Where(section=w.get("section") or "", **({kind: w[kind]} if kind else {})).label()
 
 
 # ---- what the answer saw -----------------------------------------------------------------------------------
@@ -112,13 +102,10 @@ def answer_attention(model, header: list[int], ctx_tok: torch.Tensor, prompt: li
 
 
 # ---- parts: what a passage may not cross ---------------------------------------------------------------------
-_LINE_PART = re.compile(r"line \d+")
-
-
 def part_key(label: str) -> str:
     """What a provenance label says beyond the line: the source (with several), the page, chapter or section.
     "story.epub · ch. 2 · Storm" -> itself, "sed.txt · line 40" -> "sed.txt", "line 40" -> ""."""
-    return " · ".join(p for p in (x.strip() for x in label.split(" · ")) if p and not _LINE_PART.fullmatch(p))
+    return without(label, "line")
 
 
 def part_starts(provenance: list, sources: Sequence[tuple[str, int]] = ()) -> list[int]:
@@ -289,18 +276,11 @@ def source_of(pos: int, sources: Sequence[tuple[str, int]]) -> str:
 
 def parse_where(label: str) -> dict:
     """{'page'|'chapter'|'line'|'section': ...} from a provenance label ('doc.pdf · p. 12 · 3 Utilities')."""
-    out: dict = {}
-    for part in (p.strip() for p in label.split(" · ")):
-        for key, rx in _LOC.items():
-            m = rx.fullmatch(part)
-            if m and key not in out:
-                out[key] = int(m.group(1)) if key != "page" else m.group(1)
-                break
-        else:
-            if part.startswith("§ "):
-                out["section"] = part[2:]
-            elif ("page" in out or "chapter" in out) and "section" not in out and part:
-                out["section"] = part
+    w = Where.parse(label)
+    kind = w.kind()
+    out: dict = {kind: getattr(w, kind)} if kind else {}
+    if w.section:
+        out["section"] = w.section
     return out
 
 

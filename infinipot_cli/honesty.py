@@ -23,7 +23,8 @@ SCOPES = ("document", "context")
 DEFAULT_SCOPE = "document"
 MAX_DOCUMENT_TOKENS = 4_000_000  # longer documents are checked against the answer's context only
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
+NUMBER = re.compile(  # a number as an answer states it: 12, 3.5, 1,000, 10:30, 2024-05, 5a
+    r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
 _IDENT = re.compile(r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[~./]?[\w.-]*[_/][\w./-]*[\w]|[A-Za-z]+\d[\w.-]*|"
                     r"[a-z]+[A-Z]\w*|\w+(?:\.\w+)+\(?\)?)")
 _WORD = re.compile(r"[A-Z][\w'-]*")
@@ -55,10 +56,10 @@ def claims(answer: str, question: str = "") -> list[str]:
             return
         out.append(c)
 
-    for m in _NUMBER.finditer(answer):
+    for m in NUMBER.finditer(answer):
         add(m.group(0))
     for m in _IDENT.finditer(answer):
-        if not _NUMBER.fullmatch(m.group(0)):
+        if not NUMBER.fullmatch(m.group(0)):
             add(m.group(0))
     for sent in re.split(r"(?<=[.!?:])\s+|\n", answer):
         for i, m in enumerate(_WORD.finditer(sent)):
@@ -74,7 +75,7 @@ def claims(answer: str, question: str = "") -> list[str]:
 def found(claim: str, text: str, lowered: str | None = None) -> bool:
     """Whether `claim` occurs in `text`: numbers as whole numbers (commas ignored), the rest case-insensitively."""
     low = lowered if lowered is not None else text.lower()
-    if _NUMBER.fullmatch(claim):
+    if NUMBER.fullmatch(claim):
         n = re.escape(_norm_number(claim))
         return re.search(rf"(?<![\d]){n}(?!\d)", low.replace(",", "") if "," in claim else low) is not None
     return claim.lower() in low

@@ -9,7 +9,7 @@ import torch
 
 from .display import cell_char
 from .engine import where_at
-from .potfile import _load_some, _load_tensors, _parse_meta, _read_header
+from .potfile import load_some, load_tensors, parse_meta, read_header
 from .units import fmt_bytes
 
 
@@ -33,12 +33,12 @@ def inspect_pot(path: str | os.PathLike, tokenizer=None, bins: int = 60, top: in
     verify: read every tensor and check the checksum (as load_pot does); False reads only src/tok.
     """
     path = Path(path)
-    header, size = _read_header(path)
-    meta = _parse_meta(path, header)
+    header, size = read_header(path)
+    meta = parse_meta(path, header)
     if verify:
-        t = _load_tensors(path, meta)
+        t = load_tensors(path, meta)
     else:
-        t = _load_some(path, meta, ("src", "tok"))
+        t = load_some(path, meta, ("src", "tok"))
     L, H = meta["layers"], meta["kv_heads"]
     LH = max(1, L * H)
     T = int(meta["tokens_read"])

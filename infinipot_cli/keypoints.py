@@ -33,6 +33,7 @@ import torch
 from .engine import where_at
 from .scoring.segments import unit_starts
 from .spread import bins_of
+from .where import Where, join, split
 
 PARTS = 8          # stretches of an unstructured document the key points come from
 MAX_POINTS = 40    # key points at most (more parts are merged into this many groups of consecutive parts)
@@ -40,7 +41,6 @@ SHORT = 30         # words: a longer candidate scores less in proportion
 MAX_UNIT_TOKENS = 120  # a longer unit is no candidate (a table, a code block, a list run together)
 PER_PART = 1       # key points per stretch at most
 MIN_WORDS, MAX_WORDS = 6, 40
-_LABEL = re.compile(r"^(p\.|page|line|chapter)\s+(\S+)$")  # the readers' labels (documents/*.py)
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:
@@ -58,9 +58,9 @@ def entry_scores(engine, prompt_ids: list[int]) -> tuple[torch.Tensor, torch.Ten
     src, tok = pot.src[0, 0, npin:].cpu(), pot.tok[0, 0, npin:].cpu()
     nov = pot.nov[0, 0, npin:].float().cpu()
     cap = torch.zeros_like(nov)
-    cat, rows = engine._catalyst_for(prompt_ids)
+    cat, rows = engine.catalyst_for(prompt_ids)
     if rows and len(pot) + len(cat) <= (engine.cfg.size or 1 << 62):
-        _, capt = engine._forward([], cat, rows)  # the catalyst's rows over the pot; its entries are cropped
+        capt = engine.catalyst_capture(cat, rows)  # the catalyst's rows over the pot; its entries are cropped
         if capt.scores:
             # the layers the policy captures (the shared scorer's: from share_from of the depth on), mean over heads
             cap = torch.stack([capt.scores[l][:, npin:len(pot)].float().mean(0).cpu()
@@ -89,26 +89,25 @@ def _clean(text: str) -> str | None:
 
 
 def where_fields(label: str) -> dict:
-    """{"source"?, "page"|"chapter"|"line"?, "section"?} from a provenance label: "p. 5 · 2 Parsing" (PDF: page
-    label and outline title), "line 120" (text), "§ Basic usage" (HTML), a chapter title (EPUB); with several
-    sources the source's name comes first ("a.pdf · p. 5")."""
-    parts = [p.strip() for p in label.split(" · ") if p.strip()]
+    """{"page"|"chapter"|"line"?, "source"?, "section"?} from a provenance label (where.py): "p. 5 · 2 Parsing"
+    (PDF: page label and outline title; a page label of digits is a number), "ch. 3 · Title" (EPUB),
+    "line 120" (text), "§ Basic usage" (HTML); with several sources the source's name comes first
+    ("a.pdf · p. 5")."""
+    w = Where.parse(label)
+    kind = w.kind()
     out: dict = {}
-    for i, p in enumerate(parts):
-        m = _LABEL.match(p)
-        if m:
-            kind, val = m.group(1), m.group(2).strip()
-            kind = "page" if kind in ("p.", "page") else kind
-            out[kind] = int(val) if val.isdigit() else val
-            if i:
-                out["source"] = " · ".join(parts[:i])
-            if parts[i + 1:]:
-                out["section"] = " · ".join(parts[i + 1:]).removeprefix("§ ")
-            return out
-    if len(parts) > 1:
-        out["source"], parts = parts[0], parts[1:]
-    if parts:
-        out["section"] = " · ".join(parts).removeprefix("§ ")
+    if kind:
+        value = getattr(w, kind)
+        out[kind] = int(value) if isinstance(value, str) and value.isdigit() else value
+    elif not w.section:
+        # no location form and no heading (a source's name alone, or text no reader writes): as always read,
+        # the first of several parts is the source and the rest the section, a single part the section
+        parts = split(label)
+        w = Where(source=parts[0] if len(parts) > 1 else "", section=join(*parts[len(parts) > 1:]))
+    if w.source:
+        out["source"] = w.source
+    if w.section:
+        out["section"] = w.section
     return out
 
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .where import Where, join, kind_of, split, without
+
 MIN_PARTS = 3
-_PAGE_OR_LINE = re.compile(r"^(?:p\.|page|line)\s+\S+$")
-_PAGE = re.compile(r"(?:.* · )?p\. \S+ · ")  # a PDF page label with an outline title
 _HEADINGS = [
     re.compile(r"[A-Z][A-Z0-9 ,/&()'-]{1,60}"),                      # man page: all capitals at column 0
     re.compile(r"#{1,3} +\S.{0,80}"),                                 # Markdown
@@ -50,8 +50,13 @@ class Part:
 def label_section(label: str) -> str:
     """The section a provenance label names, without its page or line: "p. 5 · 2 Parsing" -> "2 Parsing",
     "§ Basic usage" -> "Basic usage", "ch. 3 · Title" -> "ch. 3 · Title", "line 120" -> ""."""
-    parts = [p.strip() for p in label.split(" · ") if p.strip() and not _PAGE_OR_LINE.match(p.strip())]
-    return " · ".join(parts).removeprefix("§ ")
+    return without(label, "page", "line").removeprefix("§ ")
+
+
+def _titled_page(label: str) -> bool:
+    """Whether a provenance label is a PDF page's with an outline title ("p. 5 · 2 Parsing")."""
+    w = Where.parse(label)
+    return w.page is not None and bool(w.section)
 
 
 def from_labels(provenance: list) -> list[Part]:
@@ -61,7 +66,8 @@ def from_labels(provenance: list) -> list[Part]:
     for start, label in provenance:
         sec = label_section(label)
         if sec and sec != current:
-            title = re.sub(r"^ch\. \d+ · ", "", sec)
+            parts = split(sec)
+            title = join(*parts[1:]) if len(parts) > 1 and kind_of(parts[0]) == "chapter" else sec
             out.append(Part(int(start), title))
         current = sec or current
     return out
@@ -125,7 +131,7 @@ def outline(provenance: list, unit_pos: list[int], texts: list[str], limit: int)
     labelled = from_labels(provenance)
     if len(labelled) >= MIN_PARTS:
         return merge(labelled, limit)
-    if labelled and any(_PAGE.match(label) for _, label in provenance):
+    if labelled and any(_titled_page(label) for _, label in provenance):
         return []
     parts = from_text(unit_pos, texts)
     return merge(parts, limit) if len(parts) >= MIN_PARTS else []

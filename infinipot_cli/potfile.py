@@ -394,7 +394,7 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, 
         save_file(tensors, tmp, metadata=header)  # safetensors writes its own temp file beside `tmp`, in scratch
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        _read_header(Path(tmp))  # complete? (a full disk can truncate the file without an error)
+        read_header(Path(tmp))  # complete? (a full disk can truncate the file without an error)
         os.chmod(tmp, mode)
         size = os.path.getsize(tmp)
         os.replace(tmp, path)
@@ -413,7 +413,7 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, 
 
 
 # ---- reading ------------------------------------------------------------------------------------------
-def _read_header(path: Path) -> tuple[dict, int]:
+def read_header(path: Path) -> tuple[dict, int]:
     """The safetensors header (JSON) and the file size; checks the data section is complete."""
     if not path.exists():
         raise InputError(f"pot file not found: {path}")
@@ -454,7 +454,9 @@ def _read_header(path: Path) -> tuple[dict, int]:
     return header, size
 
 
-def _parse_meta(path: Path, header: dict) -> dict:
+def parse_meta(path: Path, header: dict) -> dict:
+    """The pot's metadata from its safetensors header (read_header), checked: format version, required keys,
+    checksum."""
     md = header.get("__metadata__")
     if not isinstance(md, dict) or META_KEY not in md:
         raise InputError(f"{path} is a safetensors file but not an infinipot pot (no infinipot metadata)")
@@ -483,11 +485,11 @@ def _parse_meta(path: Path, header: dict) -> dict:
 def read_meta(path: str | os.PathLike) -> dict:
     """The pot's metadata, from the file header only (cheap; no model needed, tensors not read)."""
     path = Path(path)
-    header, _ = _read_header(path)
-    return _parse_meta(path, header)
+    header, _ = read_header(path)
+    return parse_meta(path, header)
 
 
-def _load_tensors(path: Path, meta: dict) -> dict[str, torch.Tensor]:
+def load_tensors(path: Path, meta: dict) -> dict[str, torch.Tensor]:
     """All tensors (CPU), checked against the stored checksum and the metadata's shapes."""
     try:
         tensors = load_file(str(path), device="cpu")
@@ -499,7 +501,7 @@ def _load_tensors(path: Path, meta: dict) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def _load_some(path: Path, meta: dict, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+def load_some(path: Path, meta: dict, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """Only the named tensors, unverified (inspect without --verify)."""
     shape = (meta["layers"], meta["kv_heads"], meta["entries"])
     out = {}
@@ -580,7 +582,7 @@ def check_pot(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
     a damaged pot is reported before the model loads. Pass the result to load_pot(checked=...)."""
     path = Path(path)
     meta = read_meta(path)
-    return meta, _load_tensors(path, meta)
+    return meta, load_tensors(path, meta)
 
 
 def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str | None = None,
@@ -600,7 +602,7 @@ def load_pot(path: str | os.PathLike, model, tokenizer, expect_model_name: str |
         raise InputError(f"{path} was made by another model: {made_by} (same architecture and tokenizer, different "
                          f"weights than {ours}); load it with -m {made_by}")
     if tensors is None:
-        tensors = _load_tensors(path, meta)
+        tensors = load_tensors(path, meta)
 
     cfg_m = text_config(model)
     L = cfg_m.num_hidden_layers

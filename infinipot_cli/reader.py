@@ -10,16 +10,14 @@ from __future__ import annotations
 import bisect
 import os
 import stat
-
-import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from .engine import Engine
+from .where import Where, join, kind_of, read_part
 
 PIECE_CHARS = 4000
 LINE_PIECE_CHARS = 2000  # text labelled "line N": pieces cut at line ends, each labelled with its own first line
-_LINE = re.compile(r"line (\d+)")
 MAX_READ_LABELS = 2000   # most labels a SourceRecord lists in "read"
 
 
@@ -97,9 +95,9 @@ def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
         first = False
         if seen is not None and p.where and (not seen or seen[-1] != p.where):
             seen.append(p.where)
-        m = _LINE.fullmatch(p.where or "")
-        if m:
-            pieces = _line_pieces(p.text, int(m.group(1)))
+        found = read_part(p.where or "")
+        if found and found[0] == "line":
+            pieces = _line_pieces(p.text, int(found[1]))
         else:
             pieces = ((piece, None) for piece in _pieces(p.text))
         done = 0
@@ -107,8 +105,7 @@ def token_stream(tokenizer, passages, label: str = "", seen: list | None = None,
             done += len(piece)
             if progress is not None and p.at is not None:
                 progress(min(1.0, p.at + p.share * done / max(1, len(p.text))))
-            where = p.where if line is None else f"line {line}"
-            where = f"{label} · {where}" if label and where else (where or label)
+            where = join(label, p.where if line is None else Where(line=line).label())
             ids = tokenizer.encode((prefix if n == 0 else "") + piece, add_special_tokens=False)
             if ids:
                 yield ids, where
@@ -120,9 +117,9 @@ def _read_labels(labels: list[str], upto: str | None) -> list[str]:
     where reading stopped)."""
     if not labels:
         return []
-    if _LINE.fullmatch(labels[0]):
-        m = _LINE.search(upto or "")
-        return [f"lines 1-{m.group(1)}"] if m else []
+    if kind_of(labels[0]) == "line":
+        last = Where.parse(upto or "").line
+        return [f"lines 1-{last}"] if last is not None else []
     if len(labels) > MAX_READ_LABELS:
         return labels[:MAX_READ_LABELS] + [f"... and {len(labels) - MAX_READ_LABELS} more"]
     return list(labels)
@@ -220,6 +217,6 @@ def read_source(engine: Engine, tokenizer, source, record: SourceRecord, label: 
     record.tokens = seen
     record.units = dict(getattr(source, "units", {}) or {})
     lines = record.units.get("lines")
-    record.read = _read_labels(labels, f"line {lines}" if lines else engine.where)
+    record.read = _read_labels(labels, Where(line=lines).label() if lines else engine.where)
     record.sha256 = source.content_hash
     record.size = source.size_bytes

@@ -410,7 +410,7 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
     """Before the model loads: what the pot keeps must exceed the pinned header, the catalyst must leave the pot
     room to read, and the question must fit the model's window beside the pot. A too-long question is named as
     the problem (a loaded pot's size is fixed)."""
-    from .config import catalyst_room
+    from .config import check_catalyst_room
     from .scoring.policies import make_policy
 
     if cfg.bounded and header_len:
@@ -418,15 +418,9 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
             raise UsageError(f"{cfg.keep_named()} must exceed the pinned header ({header_len} tokens)")
         if cfg.final_keep and cfg.final_keep <= header_len:
             raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({header_len} tokens)")
-    room = catalyst_room(cfg)
-    if room is not None and catalyst_len and make_policy(cfg).catalyst == "prompt" and catalyst_len > room:
-        if cat_kind in ("question", "text"):
-            what = "question" if cat_kind == "question" else "--catalyst text"
-            fix = f"shorten the {what}" + ("" if loaded else " (or raise --pot-size)")
-            raise UsageError(f"the {what} is too long: {catalyst_len:,} tokens as a catalyst, and a pot of "
-                             f"{cfg.size:,} entries keeping {cfg.keep:,} has room for {room:,}; {fix}")
-        raise UsageError(f"the pot is too small: pot size {cfg.size} - keep {cfg.keep} - catalyst {catalyst_len} "
-                         "tokens leaves no room to read; raise --pot-size or lower --keep")
+    if catalyst_len and make_policy(cfg).catalyst == "prompt":
+        named = {"question": "question", "text": "--catalyst text"}.get(cat_kind, "")
+        check_catalyst_room(cfg, catalyst_len, named, loaded)
     if window and ask_len and ask_len > window // 2:
         raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
                          "shorten the question")

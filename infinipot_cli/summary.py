@@ -25,8 +25,8 @@ from typing import Callable
 
 from .archive import STOPWORDS
 from .controls import answer_controls
-from .honesty import _NUMBER, COMMON, claims, found
-from .scoring.segments import _is_abbr
+from .honesty import COMMON, NUMBER, claims, found
+from .scoring.segments import is_abbr
 
 KEY_POINTS_TITLE = "Key points:"
 OVERVIEW_TITLE = "Overview: "
@@ -109,7 +109,7 @@ class SupportedSentences:
                     at = m.start()
                     continue
             word = re.search(r"(\w+)[.]\W*$", head.rstrip())
-            if _LIST_MARK.fullmatch(head) or (word and _is_abbr(word.group(1))):
+            if _LIST_MARK.fullmatch(head) or (word and is_abbr(word.group(1))):
                 at = m.end()  # a list item's number, or "Dr." / "e.g.": not a sentence end
                 continue
             sentence, self.buf, at = head, self.buf[m.end():], 0
@@ -126,7 +126,7 @@ class SupportedSentences:
         bad = []
         if self.document is not None:
             # "Dr. Moraes": an abbreviation's dot ends no sentence, so the name after it is not an opening word
-            check = re.sub(r"\b(\w+)\.(?=\s)", lambda m: m.group(1) if _is_abbr(m.group(1)) else m.group(0), body)
+            check = re.sub(r"\b(\w+)\.(?=\s)", lambda m: m.group(1) if is_abbr(m.group(1)) else m.group(0), body)
             first = re.match(r"[\s\"'(*#-]*([A-Z][\w'-]*)", check)  # the opening word counts too: "Frobnix is ..."
             opening = first.group(1) if first else ""
             said = claims(check) + ([opening] if opening else [])
@@ -142,7 +142,7 @@ class SupportedSentences:
 
     def _present(self, claim: str) -> bool:
         """A number as honesty.found checks it; a word as a whole word ("AI" is not in "maintainer")."""
-        if _NUMBER.fullmatch(claim) or not re.fullmatch(r"[\w'-]+", claim):
+        if NUMBER.fullmatch(claim) or not re.fullmatch(r"[\w'-]+", claim):
             return found(claim, self.document, self.low)
         return re.search(rf"(?<![\w]){re.escape(claim.lower())}(?![\w])", self.low) is not None
 

@@ -1,6 +1,5 @@
 """Answering from the document's passages (answering.py, retrieve.py): the model's answer checked against them."""
 
-import torch
 
 from infinipot_cli import answering, retrieve
 

@@ -1,6 +1,5 @@
 """Evidence with every answer, honest answers, and the `bench qa` scoring: locations, claims, recall."""
 
-import json
 import os
 
 import pytest

@@ -10,7 +10,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from typer.testing import CliRunner

@@ -14,6 +14,7 @@ from urllib.parse import unquote
 from ebooklib import epub
 
 from infinipot_cli.errors import InputError
+from infinipot_cli.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
@@ -235,5 +236,5 @@ class EpubSource(Source):
                 title = short_title(next((b.text for b in blocks if b.heading), ""))
             number += 1
             self.units["chapters"] = number
-            where = f"ch. {number}" + (f" · {title}" if title else "")
+            where = Where(chapter=number, section=title).label()
             yield (k, where), "\n".join(b.text for b in blocks)

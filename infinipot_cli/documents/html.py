@@ -18,6 +18,7 @@ from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, NavigableString, T
 from bs4.element import CData, PreformattedString, Script, Stylesheet, TemplateString
 
 from infinipot_cli.errors import InputError
+from infinipot_cli.where import Where
 
 from .base import Passage, Source, display_name, repair_ligatures, split_text
 from .text import looks_binary
@@ -333,7 +334,7 @@ class HtmlSource(Source):
     def _passages(self) -> Iterator[Passage]:
         sections, self._sections = self._sections, []
         for k, (title, text) in enumerate(sections):
-            where = f"§ {short_title(title)}" if title else ""
+            where = Where(section=short_title(title)).label() if title else ""
             pieces = split_text(text)
             for j, piece in enumerate(pieces):
                 yield Passage(piece, where, (k + j / len(pieces)) / len(sections), 1 / (len(sections) * len(pieces)))

@@ -13,6 +13,7 @@ from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from infinipot_cli.errors import InputError
+from infinipot_cli.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, clean_extracted_text, display_name, short_reason, split_text
@@ -183,7 +184,7 @@ class PdfSource(Source):
 
         def pages() -> Iterator[tuple[tuple[int, str], str]]:
             for i, label in enumerate(self._labels):
-                where = f"p. {label}" + (f" · {self._titles[i]}" if self._titles[i] else "")
+                where = Where(page=label, section=self._titles[i]).label()
                 try:
                     with _quiet_pypdf():
                         raw = reader.pages[i].extract_text() or ""

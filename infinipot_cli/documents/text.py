@@ -9,6 +9,7 @@ import time
 from typing import IO, Iterator
 
 from infinipot_cli.errors import InputError
+from infinipot_cli.where import Where
 
 from .base import BLOCK_BYTES, PASSAGE_CHARS, Passage, Source, clean_plain_text, display_name
 
@@ -159,7 +160,7 @@ class TextSource(Source):
                     done += size
                     if text.strip():
                         yielded = True
-                        yield Passage(text, f"line {start}", at, share)
+                        yield Passage(text, Where(line=start).label(), at, share)
                 if not data:
                     break
         finally:

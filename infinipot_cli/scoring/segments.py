@@ -51,7 +51,9 @@ _F = ("term", "dot", "ws_after", "para", "nl_end", "lead_ws", "lead_nl", "space_
       "word_dot", "abbr_self", "abbr_word", "closer", "blank", "wide", "letter_self", "letter", "tail_alnum")
 
 
-def _is_abbr(word: str) -> bool:
+def is_abbr(word: str) -> bool:
+    """Whether `word` (without its dot) is an abbreviation a sentence does not end on: one letter, or one of
+    ABBREVIATIONS."""
     w = word.lower()
     return (len(w) == 1 and w.isalpha()) or w in ABBREVIATIONS
 
