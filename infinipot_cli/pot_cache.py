@@ -283,8 +283,9 @@ class PotCache:
         return d, f"{d}-{_digest(tag)[:12]}"
 
     # ---- look up ------------------------------------------------------------------------------------------
-    def find(self, lm, opened: list, display, on_event=None):
-        """A Session resumed from the cached pot for these sources and settings, or None (then read, and store)."""
+    def find(self, lm, opened: list, display, resume, on_event=None):
+        """A Session resumed from the cached pot for these sources and settings (`resume`: Session.resume), or
+        None (then read, and store)."""
         self._states = [_file_state(s.path) for s in opened]  # before hashing: a change from now on is seen
         hashes = self._hashes(opened)
         if any(h is None for h in hashes):
@@ -299,7 +300,7 @@ class PotCache:
                 others = [e for e in map(_stat_entry, where.glob(f"{doc_key}-*.pot")) if e and e.key != self.key]
                 cands += sorted(others, key=lambda e: -e.used)  # any read of the document, the last used first
         for e in cands:
-            session = self._load(e, lm, hashes, doc_key, display, on_event)
+            session = self._load(e, lm, hashes, doc_key, display, resume, on_event)
             if session is not None:
                 for rec, src in zip(session.records, opened):  # the same bytes, perhaps under another name
                     rec.path = src.path
@@ -314,11 +315,10 @@ class PotCache:
                 return session
         return None
 
-    def _load(self, e: Entry, lm, hashes: list[str], doc_key: str, display, on_event):
+    def _load(self, e: Entry, lm, hashes: list[str], doc_key: str, display, resume, on_event):
         """The entry as a Session, or None: a damaged entry (or one that does not match its key) is dropped with a
         line on stderr; one that vanished (evicted by another process) is simply missed."""
         from .potfile import check_pot
-        from .session import Session
 
         try:
             checked = check_pot(e.path)
@@ -329,7 +329,7 @@ class PotCache:
             if [s.get("sha256") for s in meta.get("sources", [])] != hashes or \
                     any(s.get("stopped_at") is not None for s in meta.get("sources", [])):
                 raise InfinipotError("its sources do not match the document")
-            session = Session.resume(lm, str(e.path), on_event=on_event, checked=checked)
+            session = resume(lm, str(e.path), on_event=on_event, checked=checked)
         except Exception as err:  # noqa: BLE001 - whatever a damaged file raises, the document is read again
             if not e.path.exists():
                 return None

@@ -312,7 +312,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
             if opened:
                 session.read_with(job.reading_catalyst())
         else:
-            session = cache.find(lm, opened, display, on_event=display.on_event) if cache else None
+            session = cache.find(lm, opened, display, Session.resume, on_event=display.on_event) if cache else None
             if session is None:
                 session = Session.start(lm, job.pot, job.reading_catalyst(), on_event=display.on_event)
         hit = cache is not None and cache.hit is not None

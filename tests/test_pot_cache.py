@@ -227,7 +227,7 @@ def test_two_stores_of_one_key_at_once_leave_one_complete_pot(tiny, cache, tmp_p
     for _ in range(2):
         c = pot_cache.PotCache.plan(job)
         opened = [open_source(doc)]
-        assert c.find(lm, opened, display) is None
+        assert c.find(lm, opened, display, Session.resume) is None
         s = Session.start(lm, job.pot, job.reading_catalyst())
         s.read(opened[0])
         s.read_s = 10.0
