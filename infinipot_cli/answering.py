@@ -196,8 +196,24 @@ def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, i
 def quote_line(short: str, how: str, sentence: str, label: str) -> str:
     """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
     they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
-    said = f"{OPEN_QUOTE}{' '.join(sentence.split())}{CLOSE_QUOTE}" + (f" [{label}]" if label else "")
+    said = f"{OPEN_QUOTE}{clip_around(sentence, '' if how == 'quoted' else short)}{CLOSE_QUOTE}" + \
+        (f" [{label}]" if label else "")
     return said if how == "quoted" else f"{short} \u2014 {said}"
+
+
+QUOTE_WORDS = 40  # the most words of a sentence on the answer line (a PDF's run-on "sentence"); --json has it whole
+
+
+def clip_around(sentence: str, span: str = "", n: int = QUOTE_WORDS) -> str:
+    """`sentence` on one line, at most `n` words: around the first word holding `span` (a third of them before
+    it), else its head, "…" where cut."""
+    ws = sentence.split()
+    if len(ws) <= n:
+        return " ".join(ws)
+    at = next((i for i, w in enumerate(ws) if span and span in w), 0)
+    lo = max(0, min(at - n // 3, len(ws) - n))
+    hi = lo + n
+    return ("\u2026 " if lo else "") + " ".join(ws[lo:hi]) + (" \u2026" if hi < len(ws) else "")
 
 
 def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62

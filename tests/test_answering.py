@@ -88,3 +88,13 @@ def test_an_identifier_cut_short_is_written_whole():
     assert answering.completed("uid 37", "uid 37 and 371") == "uid 37"
     assert answering.completed("The answer is config.", "configuration") == "The answer is config."
     assert answering.completed("79fd3d1d-6", f"{uuid} 79fd3d1d-6aaa") == "79fd3d1d-6"
+
+
+def test_a_long_sentence_is_clipped_around_its_span_on_the_answer_line():
+    words = [f"w{i}" for i in range(100)]
+    line = answering.quote_line("w70", "extracted", " ".join(words), "a.pdf · p. 3")
+    assert line.startswith("w70 \u2014 \u201c\u2026 ") and line.endswith(" \u2026\u201d [a.pdf · p. 3]")
+    shown = line.split("\u201c", 1)[1].split("\u201d")[0].replace("\u2026", "").split()
+    assert len(shown) == answering.QUOTE_WORDS and "w70" in shown and shown.index("w70") == answering.QUOTE_WORDS // 3
+    assert answering.clip_around("a short sentence.", "short") == "a short sentence."
+    assert answering.clip_around(" ".join(words)).startswith("w0 ")  # no span: its head
