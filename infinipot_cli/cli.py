@@ -174,7 +174,9 @@ def _options(**kw) -> Options:
     """Options from the command line, checked before anything heavy is loaded (bad input fails in milliseconds)."""
     from .config import default
     from .knob_options import pop_knobs
+    from .runtime import decode_mode
 
+    decode_mode()  # a bad $INFINIPOT_DECODE fails here, not after the model loads
     pot = pop_knobs(kw)
     if kw.get("inputs") is None:
         kw["inputs"] = []
@@ -463,6 +465,9 @@ def models(json_out: bool = typer.Option(False, "--json", help="Print the list a
            model: Optional[str] = model_option()):
     """List the models -m can use here: built-in, Hugging Face cache, converted GGUF files, Ollama's store."""
     with handle_errors(json_out):
+        from .runtime import decode_mode
+
+        decode_mode()  # a bad $INFINIPOT_DECODE: one line, exit 2
         if compile_step:
             _compile_step(model)
             return
@@ -476,8 +481,12 @@ def _compile_step(model: Optional[str]) -> None:
     from . import compiled_step, decode_step
     from .errors import ModelError
     from .model import load_model
+    from .runtime import ENV, decode_mode
     from .threads import configure
 
+    if decode_mode() != "compiled":  # the libraries are built for the 4-bit layers that mode loads
+        raise UsageError(f"{ENV}={decode_mode()} answers without the compiled step: unset it (or set it to compiled) "
+                         "to build the step")
     configure()  # the reading commands' thread count: the attention kernels' check is per thread count
     lm = load_model(model, device="cpu")
     step = decode_step.for_model(lm.model)

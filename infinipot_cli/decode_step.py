@@ -23,7 +23,9 @@ The layers' arithmetic (:meth:`DecodeStep.layers_forward`, :meth:`~DecodeStep.qk
 is a function of tensors only, so ``compiled_step.py`` compiles that same code ahead of time into a library per layer
 structure; a model whose libraries are built runs its tokens through them (``DecodeStep.compiled``), otherwise
 eagerly — the same tokens either way. On CUDA the eager step is captured once per answer cache and replayed as one
-graph per token (``graphed_step.py``, ``DecodeStep.graphed``).
+graph per token (``graphed_step.py``, ``DecodeStep.graphed``). ``$INFINIPOT_DECODE`` (``runtime.py``) chooses among
+them each time an answer starts (:func:`for_model`): ``hf`` no step at all (the forward), ``eager`` the step without
+its libraries or graphs, ``compiled`` (the default) the fastest one there is.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import compiled_step, graphed_step
+from . import compiled_step, graphed_step, runtime
 from .answer_cache import AnswerCache
 from .attention import one_row
 from .compat import text_config
@@ -226,7 +228,9 @@ class DecodeStep:
         self._rope_key: tuple | None = None
         self._rope_block: list[torch.Tensor] = []
         self.compiled = None  # compiled_step.Compiled, when this model's libraries are built and loaded
+        self.compiled_tried = False  # for_model looked for them (only when INFINIPOT_DECODE lets them run)
         self.graphed = graphed_step.GraphedStep() if graphed_step.wanted(self.embed.weight.device) else None
+        self.fast = True  # the compiled libraries and CUDA graphs may run (for_model: INFINIPOT_DECODE=compiled)
 
     @staticmethod
     def supports(model: torch.nn.Module) -> bool:
@@ -361,7 +365,7 @@ class DecodeStep:
         rows = [cache.layers[L.layer_idx].next_row() for L in self.layers]  # (keys, values, row) per layer
         keys, values = [k for k, _, _ in rows], [v for _, v, _ in rows]
         at = [n for _, _, n in rows]
-        if self.graphed is not None:  # CUDA: the same step replayed as one graph (graphed_step.py)
+        if self.fast and self.graphed is not None:  # CUDA: the same step replayed as one graph (graphed_step.py)
             out = self.graphed.run(self, token, keys, values, at)
             if out is not None:
                 return out
@@ -370,21 +374,30 @@ class DecodeStep:
         masks = self.masks([k.shape[1] for k in keys], [n + 1 for n in at], dev)
         made: dict[int, torch.Tensor] = {}  # layers at the same row share its index tensor
         rows_t = [made.setdefault(n, torch.tensor([n], device=dev)) for n in at]
-        if self.compiled is not None and self.compiled.fits(keys):
+        if self.fast and self.compiled is not None and self.compiled.fits(keys):
             return self.compiled(self, x, rows_t, ropes, masks, keys, values)
         return self.layers_forward(x, rows_t, ropes, masks, keys, values)
 
 
-def for_model(model: torch.nn.Module) -> DecodeStep | None:
-    """The model's DecodeStep, built once and kept on the model; None for unsupported architectures and while
-    :func:`enable` has turned it off."""
+def for_model(model: torch.nn.Module, mode: str | None = None) -> DecodeStep | None:
+    """The model's DecodeStep, built once and kept on the model, set for `mode` (default: $INFINIPOT_DECODE,
+    runtime.py): None under ``hf``, for unsupported architectures and while :func:`enable` has turned it off; under
+    ``eager`` its compiled libraries and CUDA graphs stay unused; under ``compiled`` the libraries are loaded (once)
+    when they are built."""
+    mode = mode or runtime.decode_mode()
+    if mode == "hf":
+        return None
     step = getattr(model, _ATTR, None)
     if step is None:
         step = DecodeStep(model) if DecodeStep.supports(model) else False
-        if step:
-            step.compiled = compiled_step.load(step)
         setattr(model, _ATTR, step)
-    return step or None
+    if not step:
+        return None
+    step.fast = mode == "compiled"
+    if step.fast and not step.compiled_tried:
+        step.compiled_tried = True
+        step.compiled = compiled_step.load(step)
+    return step
 
 
 def enable(model: torch.nn.Module, on: bool = True) -> None:

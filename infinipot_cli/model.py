@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from . import models as found
+from . import runtime
 from .errors import ModelError, UsageError
 from .compat import with_cache  # noqa: F401 - re-exported for callers of the model
 from .models import cache_dir  # noqa: F401 - re-exported: the cache lives in models.py (no torch there)
@@ -375,6 +376,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     from .scoring.cap import register_attention
 
     t0 = time.perf_counter()
+    decode = runtime.decode_mode()  # $INFINIPOT_DECODE checked before anything loads
     _quiet_offline_hub()
     display, path = resolve_model_path(name, progress)
     dev = pick_device(device)
@@ -389,7 +391,8 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"could not load model from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
     model.to(dev).eval()
-    if (path / "infinipot.json").is_file():  # converted from a GGUF by us: its Q4 matrices decode in 4 bits
+    # converted from a GGUF by us: its Q4 matrices decode in 4 bits (not under INFINIPOT_DECODE=hf: dense weights)
+    if decode != "hf" and (path / "infinipot.json").is_file():
         from . import q4
 
         q4.attach(model, path)
@@ -397,7 +400,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
         raise ModelError(f"{display} does not use rotary position embeddings (RoPE); infinipot needs a RoPE model")
     from . import decode_step
 
-    decode_step.for_model(model)  # built here, not before the first answer token (joint 4-bit packs: ~50 ms)
+    decode_step.for_model(model, decode)  # built here, not before the first answer token (joint 4-bit packs: ~50 ms)
     return LoadedModel(model=model, tokenizer=tok, name=display, path=str(path), device=dev, dtype=dt,
                        attn_implementation=base_attn, load_s=time.perf_counter() - t0)
 

@@ -617,13 +617,20 @@ def render_text(entries: list[ModelEntry], console) -> None:
 
 
 def models_command(json_out: bool, stream) -> None:
-    """`infinipot models`: list what -m can load here (headers only, no weights)."""
+    """`infinipot models`: list what -m can load here (headers only, no weights), then the answer runtime
+    $INFINIPOT_DECODE selects (runtime.py)."""
+    from .runtime import describe, describe_line
+
     entries = discover()
+    runtime = describe()
     if json_out:
         stream.write(json.dumps({"models": [e.as_json() for e in entries], "cache": str(cache_dir()),
                                  "huggingface_cache": str(hf_hub_dir()),
-                                 "ollama": str(ollama_dir()) if ollama_dir() else None}, ensure_ascii=False) + "\n")
+                                 "ollama": str(ollama_dir()) if ollama_dir() else None, "runtime": runtime},
+                                ensure_ascii=False) + "\n")
         return
     from rich.console import Console
 
-    render_text(entries, Console(file=stream, highlight=False, width=200 if not stream.isatty() else None))
+    console = Console(file=stream, highlight=False, width=200 if not stream.isatty() else None)
+    render_text(entries, console)
+    console.print(describe_line(runtime))

@@ -8,7 +8,8 @@
 
 `run(job)` is that life for a reading command (`ask`, `summarize`, `read`, `chat`), from a validated `Job`
 (cli.py parses the command line into one); `bench needle` and `bench speed` (evaluate/) drive the same steps
-with their haystacks and timers. The engine (engine.py) does the reading, distilling and answering underneath.
+with their haystacks and timers, `bench qa` and `bench summary` with the corpus's documents. The engine
+(engine.py) does the reading, distilling and answering underneath.
 """
 
 from __future__ import annotations
@@ -121,13 +122,20 @@ class Session:
             self.read_s += time.perf_counter() - t0
         return rec
 
-    def read_tokens(self, pieces: Iterable[list[int]]) -> None:
-        """Read token pieces with no document behind them (the bench's haystacks)."""
+    def read_tokens(self, pieces: Iterable[list[int] | tuple[list[int], str]], source: str | None = None) -> None:
+        """Read token pieces with no source to open behind them: the bench's haystacks (lists of ids), or a
+        document's pieces already cut ((ids, where) pairs, bench summary's head and tail), `source` the document's
+        path: recorded as the pot's source, as Session.read records it, so a summary's key points name it."""
         t0 = time.perf_counter()
-        for ids in pieces:
-            self.engine.feed(ids)
+        n = 0
+        for piece in pieces:
+            ids, where = piece if isinstance(piece, tuple) else (piece, "")
+            self.engine.feed(ids, where)
+            n += len(ids)
         self.engine.finish()
         self.read_s += time.perf_counter() - t0
+        if source is not None:
+            self.records.append(SourceRecord(path=source, format="tokens", tokens=n))
 
     # ---- answer ---------------------------------------------------------------------------------------
     def ask(self, question: str, max_new_tokens: int = 128, on_text: Callable[[str], None] | None = None,

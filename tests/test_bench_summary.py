@@ -67,3 +67,64 @@ def test_bad_corpus_is_a_usage_error(tmp_path):
     assert r.exit_code == 2 and "not in the corpus" in r.output
     r = CliRunner().invoke(app, ["bench", "summary", "--corpus", str(bad), "--methods", "nope"])
     assert r.exit_code == 2
+
+
+# ---- the bench summarizes as `infinipot summarize` does -------------------------------------------------------
+
+def _lm(tok, name):
+    import torch
+
+    from infinipot_cli.model import LoadedModel
+    from tiny_models import make_model_for
+
+    return LoadedModel(model=make_model_for(tok), tokenizer=tok, name=name, path="", device=torch.device("cpu"),
+                       dtype=torch.float32, attn_implementation="sdpa", load_s=0.0)
+
+
+def _document(tmp_path):
+    import random
+
+    rnd = random.Random(5)
+    words = ("parser tree module reads writes file option value error table index list entry name record key "
+             "field cache pot token model answer summary section chapter").split()
+    paras = [f"Chapter {i + 1}. " + " ".join(" ".join(rnd.choice(words) for _ in range(12)).capitalize() + "."
+                                            for _ in range(6)) for i in range(8)]
+    path = tmp_path / "doc.txt"
+    path.write_text("\n\n".join(paras))
+    return path
+
+
+def test_the_bench_row_is_what_summarize_prints(builtin_tok, tmp_path, monkeypatch):
+    import io
+
+    from infinipot_cli import session as session_mod
+    from infinipot_cli.config import SUMMARY_SPREAD, PotConfig
+    from infinipot_cli.display import Display
+    from infinipot_cli.evaluate.summary import SummaryBenchConfig, document_pieces, run_one
+    from infinipot_cli.model import BUILTIN_NAME
+    from infinipot_cli.prompts import Prompts
+
+    from infinipot_cli import summary as summary_mod
+
+    wrote = []  # the overview setting of each summary written
+    real = summary_mod.write_summary
+    monkeypatch.setattr(summary_mod, "write_summary", lambda *a, **kw: wrote.append(kw["overview"]) or real(*a, **kw))
+    path = _document(tmp_path)
+    doc = {"id": "doc", "path": str(path), "kind": "text", "parts": PARTS}
+    cfg = SummaryBenchConfig(methods=["infinipot", "head"], pot_size=384, keep=192, chunk=96, max_new_tokens=24)
+    for name in (BUILTIN_NAME, "tiny"):  # the built-in model: no overview by default (Session.summarize); others: one
+        lm = _lm(builtin_tok, name)
+        pieces, text = document_pieces(builtin_tok, str(path))
+        row = run_one(lm, Prompts(builtin_tok), doc, pieces, text, "infinipot", cfg)
+        monkeypatch.setattr(session_mod, "_load_model", lambda job, display, checked: lm)
+        job = session_mod.Job(kind="summarize", sources=[str(path)], cache=False, max_new_tokens=cfg.max_new_tokens,
+                              pot=PotConfig(method="infinipot", size=384, keep=192, chunk=96, spread=SUMMARY_SPREAD))
+        shipped = session_mod.run(job, Display(mode="quiet", stream=io.StringIO())).answer
+        assert row["summary"] == shipped.text and row["key_points"] == shipped.summary.key_points
+        assert row["key_points"] and all(p["source"] == str(path) for p in row["key_points"])
+        assert wrote[-2:] == [name != BUILTIN_NAME] * 2  # the bench's and summarize's: Session.summarize's default
+        if name == BUILTIN_NAME:
+            assert row["overview"] == "" and "overview_only" not in row  # no overview to measure
+    head = run_one(lm, Prompts(builtin_tok), doc, pieces, text, "head", cfg)  # a cut of the pieces, read as tokens
+    assert head["read_tokens"] < row["read_tokens"] and "coverage" in head
+    assert all(p["source"] == str(path) for p in head["key_points"] or [])

@@ -1,8 +1,9 @@
 """`infinipot bench summary`: what a summary of a real document covers, whether it loops, what it makes up.
 
 For every document of a corpus (corpus.json: documents with their path, kind and parts, each part with its
-distinctive terms) and every method, read the document and write its summary as `infinipot summarize` does
-(summary.write_summary), then measure it (summary_metrics.py): section coverage, degeneration, unsupported
+distinctive terms) and every method, read the document and write its summary through the session as `infinipot
+summarize` does (session.py: `Session.start` with the general catalyst, `read`, `summarize` with its defaults, the
+overview's among them), then measure it (summary_metrics.py): section coverage, degeneration, unsupported
 numbers and names, length, time and the summary's time over the read's.
 
 Methods: any reading method or preset (`infinipot`, `infinipot-paper`, `streaming`, ...) and three baselines
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -91,41 +91,39 @@ def window(model) -> int:
 
 
 def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: SummaryBenchConfig) -> dict:
-    """Read `doc` with `method` and summarize it; the measured row."""
+    """Read `doc` with `method` and summarize it as `infinipot summarize` does (a Session: started with the general
+    catalyst, the document read, ``Session.summarize`` with its defaults); the measured row. The head and tail
+    baselines read their cut of the document's pieces (``Session.read_tokens``), the rest the document itself."""
     from ..config import SUMMARY_SPREAD, PotConfig, split_method_spec
     from ..controls import answer_controls
-    from ..engine import Engine
-    from ..summary import write_summary
+    from ..documents import open_source
+    from ..session import Catalyst, Session
 
     total = sum(len(ids) for ids, _ in pieces)
     header = prompts.header_ids()
     limit = answer_controls("summarize", lm.tokenizer, cfg.max_new_tokens).limit
     room = cfg.pot_size - len(header) - len(prompts.summary_ids()) - limit  # document tokens a full pot can show
     row = {"doc": doc["id"], "kind": doc.get("kind", "?"), "tokens": total, "method": method}
+    feed = None  # the cut pieces to read (head, tail); None: the document
     if method in BASELINES:
         pc = PotConfig(method="full", size=cfg.pot_size, keep=cfg.keep, chunk=cfg.chunk)
         if method == "whole":
             if len(header) + total + len(prompts.summary_ids()) + limit > window(lm.model):
                 return {**row, "skipped": f"longer than the model's window ({window(lm.model)})"}
-            feed = pieces
         else:
             feed = _cut(pieces, room, tail=method == "tail")
     else:
         own = {"spread": SUMMARY_SPREAD} if method == "infinipot" else {}  # as `summarize` reads
         base, opts = split_method_spec(method)
         pc = PotConfig(method=base, **{"size": cfg.pot_size, "keep": cfg.keep, "chunk": cfg.chunk, **own, **opts})
-        feed = pieces
-    cat, focus = prompts.catalyst("general")
-    eng = Engine(lm.model, lm.tokenizer, pc, catalyst_ids=cat, catalyst_focus=focus)
-    eng.pin(header)
-    t0 = time.perf_counter()
-    for ids, where in feed:
-        eng.feed(ids, where)
-    eng.finish()
-    read_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    s = write_summary(eng, prompts, cfg.max_new_tokens, source=doc["path"])
-    answer_s = time.perf_counter() - t1
+    session = Session.start(lm, pc, Catalyst("general"))
+    if feed is None:
+        session.read(open_source(doc["path"], "auto"))
+    else:
+        session.read_tokens(feed, source=doc["path"])
+    answer = session.summarize(max_new_tokens=cfg.max_new_tokens)
+    eng, s = session.engine, answer.summary
+    read_s, answer_s = session.read_s, answer.seconds
     row.update({"read_tokens": eng.tokens_read, "read_s": round(read_s, 2), "summary_s": round(answer_s, 2),
                 "ratio": round(answer_s / read_s, 3) if read_s > 0 else None, "cycles": eng.cycles,
                 "summary": s.text, "overview": s.overview, "key_points": s.key_points,
@@ -149,7 +147,9 @@ def remeasure(row: dict, text: str, doc: dict) -> dict:
     """`row` with its measures (re)computed from its summary."""
     parts = doc.get("parts") or []
     row.update(measure(content(row), text, parts))
-    if row.get("key_points"):  # the model's overview alone, measured apart from the extracted key points
+    # the model's overview alone, measured apart from the extracted key points (none written: the built-in
+    # model's summaries by default, Session.summarize; the table shows "–")
+    if row.get("key_points") and content({**row, "key_points": []}).strip():
         row["overview_only"] = measure(content({**row, "key_points": []}), text, parts)
     if row.get("pot_key_points"):
         row["pot_points_only"] = measure("\n".join(p["text"] for p in row["pot_key_points"]), text, parts)
