@@ -622,7 +622,7 @@ def models_command(json_out: bool, stream) -> None:
     from .runtime import describe, describe_line
 
     entries = discover()
-    runtime = describe()
+    runtime = describe(cache_dir() / "compiled")
     if json_out:
         stream.write(json.dumps({"models": [e.as_json() for e in entries], "cache": str(cache_dir()),
                                  "huggingface_cache": str(hf_hub_dir()),

@@ -35,18 +35,16 @@ def decode_mode() -> str:
     return mode
 
 
-def describe(cache: "os.PathLike | None" = None) -> dict:
+def describe(cache: "os.PathLike") -> dict:
     """What `infinipot models` shows of the runtime, without loading torch: the mode, and per piece whether the
     mode lets it run and what it needs is here. ``compiled_step`` / ``exact_ops``: a compiled layer library / the
     exact operations' library is built in the cache (``models --compile``; whether it fits a given model and this
-    torch is known only when the model loads); ``q4``: converted GGUF matrices in 4 bits (bf16 on the CPU);
+    torch is known only when the model loads; `cache`: the folder of compiled libraries); ``q4``: converted GGUF matrices in 4 bits (bf16 on the CPU);
     ``graphed``: CUDA graphs unless INFINIPOT_CUDA_GRAPHS=0 (used on CUDA only)."""
     from pathlib import Path
 
-    from .models import cache_dir
-
     mode = decode_mode()
-    folder = Path(cache) if cache is not None else cache_dir() / "compiled"
+    folder = Path(cache)
     fast = mode == "compiled"
     built = lambda pattern: folder.is_dir() and any(folder.glob(pattern))  # noqa: E731
     return {"decode": mode, "env": ENV, "decode_step": mode != "hf",
