@@ -1,4 +1,4 @@
-"""Helpers that several test files share: a tiny model's engine run over made-up token ids, a decode-step model and
+"""Helpers that several test files share: a failed command's one line of stderr, a tiny model's engine run over made-up token ids, a decode-step model and
 the cache of a forward over a context, and PDF / EPUB documents built in memory."""
 
 from __future__ import annotations
@@ -14,6 +14,16 @@ from transformers import DynamicCache
 from infinipot_cli.engine import Engine
 from infinipot_cli.model import with_cache
 from tiny_models import VOCAB, make_model
+
+# ---- the command line ------------------------------------------------------------------------------
+
+def one_line(r, code=2) -> str:
+    """The stderr of a CliRunner result that failed with `code`: one line, no traceback, no rich panel."""
+    err = r.stderr.strip()
+    assert r.exit_code == code, (r.exit_code, r.output)
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "╭" not in err, err
+    return err
+
 
 # ---- an engine over token ids -----------------------------------------------------------------------
 

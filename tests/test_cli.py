@@ -156,3 +156,11 @@ def test_baseline_methods_run(builtin, method):
     assert out["method"] == method
     if method not in ("full", "snapkv"):
         assert out["pot"]["peak_entries"] <= 512
+
+
+def test_dev_null_on_stdin_is_not_piped_text():
+    """`infinipot ask FILE </dev/null`: the question is missing, not "text is piped on stdin"."""
+    with open(os.devnull, "rb") as null:
+        p = subprocess.run([sys.executable, "-m", "infinipot_cli.cli", "ask", STORY], stdin=null,
+                           capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "missing QUESTION" in p.stderr, p.stderr

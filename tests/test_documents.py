@@ -783,3 +783,11 @@ def test_epub_navigation_blocks_and_copyright_footers_are_stripped(tmp_path):
     text = "\n".join(x.text for x in passages)
     assert "Navigation" not in text and "next |" not in text and "©" not in text
     assert [x.text for x in passages][0] == "Part 1\nBody of part 1 with facts."
+
+
+def test_sphinx_heading_marks_are_not_text():
+    html = ('<html><body><h1>Abstract<a class="headerlink" href="#abstract" title="Permalink">¶</a></h1>'
+            '<p>Body text <a href="#x">a real link</a>.</p><h2>Usage<a href="#usage">#</a></h2></body></html>')
+    text = " ".join(b.text for b in html_to_blocks(html))
+    assert "¶" not in text and "Abstract" in text and "a real link" in text
+    assert "Usage#" not in text and "Usage" in text
