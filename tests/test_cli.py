@@ -147,7 +147,8 @@ def test_stdin_and_multiple_inputs(builtin, monkeypatch):
     assert json.loads(r2.stdout)["sources"][0]["path"] == "-"
 
 
-@pytest.mark.parametrize("method", ["tova", "full"])  # every method's mechanics: test_engine.py on tiny models
+# every method's mechanics: test_engine.py on tiny models; make test runs --method through the CLI with tova
+@pytest.mark.parametrize("method", ["tova", pytest.param("full", marks=pytest.mark.slow)])
 def test_baseline_methods_run(builtin, method):
     r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "Who kept the lighthouse?", "--json", "--method", method]
                + FAST)

@@ -3,7 +3,8 @@ tiny Llama, Qwen2 (q/k/v biases), Qwen3 (q/k norms) and Gemma 3 (four norms, sli
 eager step's logits and cache rows bit for bit across a cache that grows, and its greedy answers; so does a bf16
 model whose attention products go through the verified kernels; Gemma 2 stays eager; a damaged library is not
 used; layers of different structures get a library each; and the built-in model's compiled summary, where
-`make setup` built its library, is the eager step's token for token."""
+`make setup` built its library, is the eager step's token for token. The tests that build libraries are marked
+`native` (make test-all runs them); make test runs the built-in model's, on the library `make setup` built."""
 
 import shutil
 
@@ -19,6 +20,7 @@ needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which
 
 
 @needs_compiler
+@pytest.mark.native  # an AOTInductor build per architecture
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3"])
 def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
@@ -50,6 +52,7 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
 
 
 @needs_compiler
+@pytest.mark.native
 def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_bits(tmp_path, monkeypatch):
     """bf16 with 32-dim heads: the attention products go through exact_ops' kernels where this CPU passed their
     check; odd and even capacities, across the values' block change at 512 rows."""

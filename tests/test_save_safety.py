@@ -78,6 +78,7 @@ def test_an_existing_non_pot_file_needs_force(builtin, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.stderr
 
 
+@pytest.mark.slow  # writing beside an existing file: the --force test below; resuming a partial pot: test_cli_pots
 def test_interrupt_writes_beside_an_existing_pot(builtin, tmp_path, monkeypatch):
     pot = tmp_path / "good.pot"
     assert invoke(["read", STORY, "--save-pot", str(pot)] + FAST).exit_code == 0
