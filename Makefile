@@ -40,7 +40,8 @@ lint: setup
 test: setup lint
 	$(BIN)/python -m pytest -q
 
-# also the slow real-model checks (16K-token documents through the built-in model)
+# also the slow real-model checks (16K-token documents through the built-in model) and the tests that build native
+# code (the compiled decode step's libraries for four architectures)
 test-all: setup lint
 	$(BIN)/python -m pytest -q --run-slow
 

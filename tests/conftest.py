@@ -12,20 +12,26 @@ os.environ["INFINIPOT_CACHE_BUDGET"] = "0"
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-slow", action="store_true", help="also run the slow real-model checks (make test-all)")
+    parser.addoption("--run-slow", action="store_true",
+                     help="also run the slow real-model checks and the tests that build native code (make test-all)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long real-model check; runs with --run-slow (make test-all)")
+    config.addinivalue_line("markers", "native: builds a native library (a C++ compile, tens of seconds); runs with "
+                                       "--run-slow (make test-all)")
 
 
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow"):
         return
-    skip = pytest.mark.skip(reason="slow real-model check: make test-all runs it")
+    skip = {"slow": pytest.mark.skip(reason="slow real-model check: make test-all runs it"),
+            "native": pytest.mark.skip(reason="builds native code: make test-all runs it")}
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        for mark in ("slow", "native"):
+            if mark in item.keywords:
+                item.add_marker(skip[mark])
+                break
 
 
 @pytest.fixture(scope="session")

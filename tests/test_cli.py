@@ -147,7 +147,8 @@ def test_stdin_and_multiple_inputs(builtin, monkeypatch):
     assert json.loads(r2.stdout)["sources"][0]["path"] == "-"
 
 
-@pytest.mark.parametrize("method", ["tova", "full"])  # every method's mechanics: test_engine.py on tiny models
+# every method's mechanics: test_engine.py on tiny models; make test runs --method through the CLI with tova
+@pytest.mark.parametrize("method", ["tova", pytest.param("full", marks=pytest.mark.slow)])
 def test_baseline_methods_run(builtin, method):
     r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "Who kept the lighthouse?", "--json", "--method", method]
                + FAST)
@@ -156,3 +157,11 @@ def test_baseline_methods_run(builtin, method):
     assert out["method"] == method
     if method not in ("full", "snapkv"):
         assert out["pot"]["peak_entries"] <= 512
+
+
+def test_dev_null_on_stdin_is_not_piped_text():
+    """`infinipot ask FILE </dev/null`: the question is missing, not "text is piped on stdin"."""
+    with open(os.devnull, "rb") as null:
+        p = subprocess.run([sys.executable, "-m", "infinipot_cli.cli", "ask", STORY], stdin=null,
+                           capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "missing QUESTION" in p.stderr, p.stderr

@@ -1,12 +1,16 @@
-"""Pots through the CLI: save/load gives the same answer, interrupted reads resume, inspect, warnings."""
+"""Pots through the CLI: save/load gives the same answer, interrupted reads resume, inspect, warnings (a document
+that changes while read); a damaged pot is found before the model loads; --load-pot accepts the settings it has."""
 
 import json
 import os
 
+import pytest
 from typer.testing import CliRunner
 
 from infinipot_cli import engine as engine_mod
+from infinipot_cli import model as model_mod
 from infinipot_cli.cli import app
+from helpers import one_line
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
 STORY = os.path.join(SAMPLES, "lighthouse.txt")
@@ -87,3 +91,53 @@ def test_bad_pot_file_exit_2(tmp_path):
     assert r.exit_code == 2 and "not an infinipot pot file" in r.stderr
     r = invoke(["inspect", str(bad)])
     assert r.exit_code == 2
+
+
+@pytest.fixture(scope="module")
+def story_pot(builtin, tmp_path_factory):
+    """The story read into a 512-entry pot (not to be changed: a test that damages it takes a copy)."""
+    pot = tmp_path_factory.mktemp("story") / "p.pot"
+    r = invoke(["read", STORY, "--save-pot", str(pot), "--pot-size", "512", "--keep", "256", "-q"])
+    assert r.exit_code == 0, r.stderr
+    return pot
+
+
+def test_a_damaged_pot_is_found_before_the_model_loads(story_pot, tmp_path, monkeypatch):
+    pot = tmp_path / "p.pot"
+    data = bytearray(story_pot.read_bytes())
+    data[-100] ^= 0xFF  # flip bits in the tensor data: the header still parses
+    pot.write_bytes(bytes(data))
+
+    def refuse(*a, **k):
+        raise AssertionError("the model was loaded before the checksum check")
+    monkeypatch.setattr(model_mod, "load_model", refuse)
+    err = one_line(invoke(["ask", "--load-pot", str(pot), "What was the cat called?", "-q"]))
+    assert "checksum" in err
+
+
+def test_load_pot_accepts_the_settings_it_already_has(story_pot):
+    pot = story_pot
+    r = invoke(["ask", "--load-pot", str(pot), "What was the cat called?", "--pot-size", "512", "--keep", "256",
+                "-q", "--max-new-tokens", "8", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["pot"]["size"] == 512
+    err = one_line(invoke(["ask", "--load-pot", str(pot), "q", "--pot-size", "1024", "-q"]))
+    assert "--pot-size 1024 (the pot has 512)" in err
+
+
+def test_a_document_that_changes_while_read_is_flagged(builtin, tmp_path, monkeypatch):
+    doc = tmp_path / "log.txt"
+    doc.write_text(open(STORY).read())
+    real, calls = engine_mod.Engine.feed, {"n": 0}
+
+    def feed_and_append(self, ids, where=""):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            with open(doc, "a") as f:
+                f.write("a new line written by another program\n")
+        return real(self, ids, where)
+
+    monkeypatch.setattr(engine_mod.Engine, "feed", feed_and_append)
+    r = invoke(["read", str(doc), "--save-pot", str(tmp_path / "p.pot"), "--pot-size", "512", "--keep", "256", "-q"])
+    assert r.exit_code == 0, r.stderr
+    assert "changed while it was read" in r.stderr

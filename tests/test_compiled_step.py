@@ -3,7 +3,8 @@ tiny Llama, Qwen2 (q/k/v biases), Qwen3 (q/k norms) and Gemma 3 (four norms, sli
 eager step's logits and cache rows bit for bit across a cache that grows, and its greedy answers; so does a bf16
 model whose attention products go through the verified kernels; Gemma 2 stays eager; a damaged library is not
 used; layers of different structures get a library each; and the built-in model's compiled summary, where
-`make setup` built its library, is the eager step's token for token."""
+`make setup` built its library, is the eager step's token for token. The tests that build libraries are marked
+`native` (make test-all runs them); make test runs the built-in model's, on the library `make setup` built."""
 
 import shutil
 
@@ -12,18 +13,18 @@ import torch
 
 from infinipot_cli import compiled_step, decode_step
 from infinipot_cli.decode import AnswerCache, answer_room, generate
-from test_decode_step import _forward_cache, _model
-from test_engine import PROMPT, doc_ids
+from helpers import PROMPT, doc_ids, forward_cache, perturbed_model
 
 needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
                                     reason="no C++ compiler to build the library")
 
 
 @needs_compiler
+@pytest.mark.native  # an AOTInductor build per architecture
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "gemma3"])
 def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
-    model = _model(arch)
+    model = perturbed_model(arch)
     step = decode_step.for_model(model)
     assert step.compiled is None  # nothing built yet: eager
     paths = compiled_step.build(step)
@@ -31,7 +32,7 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
     compiled = compiled_step.load(step)
     assert compiled is not None
     ctx = doc_ids(60, seed=3)
-    src = _forward_cache(model, ctx)
+    src = forward_cache(model, ctx)
     eager_kv = AnswerCache.from_cache(src, 4)
     comp_kv = AnswerCache.from_cache(src, 4)  # 4 rows of room: the buffers grow on the fifth token
     for tok in (5, 17, 99, 3, 41, 8):
@@ -51,6 +52,7 @@ def test_the_compiled_step_gives_the_eager_steps_logits_and_rows(arch, tmp_path,
 
 
 @needs_compiler
+@pytest.mark.native
 def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_bits(tmp_path, monkeypatch):
     """bf16 with 32-dim heads: the attention products go through exact_ops' kernels where this CPU passed their
     check; odd and even capacities, across the values' block change at 512 rows."""
@@ -69,7 +71,7 @@ def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_b
     used = exact_ops.verified_rows(compiled_step.folder(), step.hkv, step.hq // step.hkv, step.d)
     assert used is not None  # checked at build, at these threads
     for n, room in ((509, 4), (600, 5)):  # capacities 513 (grows to 514+) and 605
-        src = _forward_cache(model, doc_ids(n, seed=n))
+        src = forward_cache(model, doc_ids(n, seed=n))
         eager_kv, comp_kv = AnswerCache.from_cache(src, room), AnswerCache.from_cache(src, room)
         for tok in (5, 17, 99, 3, 41, 8):
             with torch.no_grad():
@@ -84,11 +86,11 @@ def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_b
 
 def test_gemma2_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))
-    step = decode_step.for_model(_model("gemma2"))  # soft-capped attention logits
+    step = decode_step.for_model(perturbed_model("gemma2"))  # soft-capped attention logits
     assert not compiled_step.supported(step) and compiled_step.load(step) is None
     with pytest.raises(RuntimeError):
         compiled_step.build(step)
-    a, b = decode_step.for_model(_model("llama")), decode_step.for_model(_model("qwen2"))
+    a, b = decode_step.for_model(perturbed_model("llama")), decode_step.for_model(perturbed_model("qwen2"))
     assert compiled_step.key(a) != compiled_step.key(b)
     for path in compiled_step.library_paths(a).values():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +100,7 @@ def test_gemma2_and_damaged_libraries_stay_eager(tmp_path, monkeypatch):
 
 def test_layers_of_two_structures_get_a_library_each():
     """A GGUF may quantize some layers' matrices differently (Gemma 3 270M's Q4_K_M): one library per structure."""
-    step = decode_step.for_model(_model("llama"))
+    step = decode_step.for_model(perturbed_model("llama"))
     keys = compiled_step.layer_keys(step)
     assert len(set(keys)) == 1 and len(compiled_step.library_paths(step)) == 1
     step.layers[1].down.groups = [(1, False)]  # as if layer 1's down projection were a 4-bit product
@@ -112,7 +114,7 @@ def test_the_builtin_models_compiled_summary_is_the_eager_one_token_for_token(bu
     if step.compiled is None:
         pytest.skip("the built-in model's compiled step is not built here (make setup builds it)")
     text = open("sample_docs/lighthouse.txt").read()
-    src = _forward_cache(model, tok(text)["input_ids"][:1500])
+    src = forward_cache(model, tok(text)["input_ids"][:1500])
     ask = tok.apply_chat_template([{"role": "user", "content": "Summarize the story in detail."}],
                                   add_generation_prompt=True, tokenize=True)
     ask = ask["input_ids"] if hasattr(ask, "keys") else ask

@@ -8,7 +8,7 @@ from transformers import DynamicCache
 from infinipot_cli.decode import AnswerCache, Detokenizer, generate
 from infinipot_cli.engine import PotConfig
 from infinipot_cli.model import with_cache
-from test_engine import PROMPT, IdTok, doc_ids, run_engine
+from helpers import PROMPT, IdTok, doc_ids, run_engine
 from tiny_models import make_model
 
 ARCHS = ["llama", "qwen2", "gemma2", "gemma3"]  # plain, biased projections, soft-capping, sliding windows

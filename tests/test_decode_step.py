@@ -10,36 +10,20 @@ from transformers import DynamicCache
 from infinipot_cli import decode_step, q4
 from infinipot_cli.decode import AnswerCache, answer_room, generate
 from infinipot_cli.model import with_cache
-from test_engine import PROMPT, doc_ids
-from tiny_models import make_config, make_model
+from helpers import PROMPT, doc_ids, forward_cache, perturbed_model
+from tiny_models import make_config
 
 FUSED = ["llama", "llama3", "qwen2", "qwen3", "mistral", "phi3", "gemma2", "gemma3"]  # every tiny architecture
 
 
-def _model(arch: str):
-    model = make_model(arch)
-    with torch.no_grad():  # biases and norms away from their init (zeros / ones) so the test sees them
-        for name, p in model.named_parameters():
-            if name.endswith(".bias") or "norm" in name:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
-
-
-def _forward_cache(model, ids) -> DynamicCache:
-    cache = DynamicCache()
-    with torch.no_grad():
-        model.model(input_ids=torch.tensor([ids]), **with_cache(model.model, cache), use_cache=True)
-    return cache
-
-
 @pytest.mark.parametrize("arch", FUSED)
 def test_a_step_gives_the_models_logits_and_cache_rows(arch):
-    model = _model(arch)
+    model = perturbed_model(arch)
     step = decode_step.for_model(model)
     assert step is not None
     ctx = doc_ids(60, seed=1)
-    ref = _forward_cache(model, ctx)
-    kv = AnswerCache.from_cache(_forward_cache(model, ctx), 10)
+    ref = forward_cache(model, ctx)
+    kv = AnswerCache.from_cache(forward_cache(model, ctx), 10)
     for tok in (5, 17, 99):
         with torch.no_grad():
             want = model(input_ids=torch.tensor([[tok]]), **with_cache(model, ref), use_cache=True).logits[0, -1]
@@ -52,9 +36,9 @@ def test_a_step_gives_the_models_logits_and_cache_rows(arch):
 
 @pytest.mark.parametrize("arch", FUSED)
 def test_greedy_answers_match_the_models_forward_across_growth(arch):
-    model = _model(arch)
+    model = perturbed_model(arch)
     ctx = doc_ids(80, seed=2)
-    src = _forward_cache(model, ctx)
+    src = forward_cache(model, ctx)
     n = 200  # more than decode.GROW: the cache grows once on the way
     decode_step.enable(model, False)  # the model's own forward for every token
     want = generate(model, AnswerCache.from_cache(src, answer_room(len(PROMPT), n)), PROMPT, n)
@@ -75,7 +59,7 @@ def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=register_attention("sdpa")).eval()
     ctx = doc_ids(80, seed=3)  # the window is crossed while answering
-    src = _forward_cache(model, ctx)
+    src = forward_cache(model, ctx)
     step = decode_step.for_model(model)
     assert [L.window for L in step.layers] == [100, 100]
     kv = AnswerCache.from_cache(src, 64)
@@ -85,7 +69,7 @@ def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     assert generate(model, kv, PROMPT, 40) == want
     assert kv.get_seq_length() > 100  # 80 + prompt + 39
     assert not step.usable(DynamicCache())  # only the preallocated answer cache
-    gemma = decode_step.for_model(_model("gemma3"))  # sliding layers beside a global one, each with its RoPE
+    gemma = decode_step.for_model(perturbed_model("gemma3"))  # sliding layers beside a global one, each with its RoPE
     assert [(L.window, L.rope_type) for L in gemma.layers] == [
         (64, "sliding_attention"), (64, "sliding_attention"), (None, "full_attention")]
 
@@ -108,8 +92,8 @@ def test_four_bit_layers_run_as_joint_products(tmp_path):
     _, model = _q4_model(tmp_path)
     q4.attach(model, tmp_path)
     ids = doc_ids(50, seed=4)
-    ref = _forward_cache(model, ids)
-    kv = AnswerCache.from_cache(_forward_cache(model, ids), 8)
+    ref = forward_cache(model, ids)
+    kv = AnswerCache.from_cache(forward_cache(model, ids), 8)
     step = decode_step.for_model(model)
     layer = step.layers[0]
     mlp, att = model.model.layers[0].mlp, model.model.layers[0].self_attn
@@ -132,7 +116,7 @@ def test_the_builtin_model_writes_the_same_answer_either_way(builtin):
     assert decode_step.for_model(model) is not None  # a Llama: the step is used
     text = ("The lighthouse on Kestrel Rock was kept by Ada Merrow for thirty years. Her cat was called Biscuit. "
             "Every spring the survey counted the puffins on the rock; the last count was 412. ") * 8
-    src = _forward_cache(model, tok(text)["input_ids"])
+    src = forward_cache(model, tok(text)["input_ids"])
     ask = tok.apply_chat_template([{"role": "user", "content": "What was the cat called?"}],
                                   add_generation_prompt=True, tokenize=True)
     ask = ask["input_ids"] if isinstance(ask, dict) or hasattr(ask, "keys") else ask
@@ -155,8 +139,8 @@ def test_five_bit_layers_share_their_two_products(tmp_path):
     mlp, att = model.model.layers[0].mlp, model.model.layers[0].self_attn
     assert [len(m.q4_parts) for m in (att.q_proj, att.k_proj, att.v_proj, att.o_proj, mlp.gate_proj)] == [2, 2, 1, 1, 2]
     ids = doc_ids(50, seed=5)
-    ref = _forward_cache(model, ids)
-    kv = AnswerCache.from_cache(_forward_cache(model, ids), 8)
+    ref = forward_cache(model, ids)
+    kv = AnswerCache.from_cache(forward_cache(model, ids), 8)
     layer = decode_step.for_model(model).layers[0]
     assert layer.gate_up.groups == [(2, False)]  # gate and up: two joint products, one per 4-bit part
     assert layer.qkv.groups == [(2, False), (2, False), (1, False)]  # v holds one product, q and k two: each its own
@@ -170,7 +154,7 @@ def test_five_bit_layers_share_their_two_products(tmp_path):
 
 @pytest.mark.parametrize("arch", FUSED)
 def test_rope_tables_by_block_are_the_tables_of_each_position(arch):
-    step = decode_step.for_model(_model(arch))
+    step = decode_step.for_model(perturbed_model(arch))
     x = step.embed(torch.tensor([1]))
     assert step._rope_blocks
     for pos in (0, 1, 63, 64, 65, 1000, 4095, 130):

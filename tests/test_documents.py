@@ -13,10 +13,7 @@ import tracemalloc
 import zipfile
 
 import pytest
-from ebooklib import epub
-from pypdf import PdfWriter
 from pypdf.errors import DependencyError
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from infinipot_cli.documents import (
     BLOCK_BYTES,
@@ -33,74 +30,9 @@ from infinipot_cli.documents import (
 from infinipot_cli.documents.base import clean_extracted_text, split_text
 from infinipot_cli.documents.pdf import PdfSource
 from infinipot_cli.errors import InputError
+from helpers import make_epub, make_pdf
 
 # ------------------------------------------------------------------------------------------ helpers
-
-
-def make_pdf(pages: list[list[str]], *, labels: list[tuple[int, int, str, int]] | None = None,
-             outline: list[tuple[str, int, int | None]] | None = None, encrypt: dict | None = None) -> bytes:
-    """A PDF whose pages show the given lines in Helvetica (an empty list gives a page without text).
-
-    labels: (first page, last page, style, start) ranges; outline: (title, page, parent index or None).
-    """
-    w = PdfWriter()
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
-    for lines in pages:
-        page = w.add_blank_page(width=300, height=400)
-        if not lines:
-            continue
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
-        body = b" ".join(b"(" + line.encode("cp1252") + b") Tj T*" for line in lines)
-        stream = DecodedStreamObject()
-        stream.set_data(b"BT /F1 10 Tf 12 TL 20 380 Td " + body + b" ET")
-        page[NameObject("/Contents")] = w._add_object(stream)
-    for first, last, style, start in labels or []:
-        w.set_page_label(first, last, style=style, start=start)
-    items: list = []
-    for title, page_number, parent in outline or []:
-        items.append(w.add_outline_item(title=title, page_number=page_number,
-                                        parent=items[parent] if parent is not None else None))
-    if encrypt:
-        w.encrypt(**encrypt)
-    out = io.BytesIO()
-    w.write(out)
-    return out.getvalue()
-
-
-def make_epub(chapters: list[tuple[str, str, str | None]], *, nonlinear: tuple[str, str] | None = None,
-              nav: bool = True) -> bytes:
-    """An EPUB from (file name, body html, toc title or None = not in the TOC) chapters."""
-    book = epub.EpubBook()
-    book.set_identifier("test-book")
-    book.set_title("Test Book")
-    book.set_language("en")
-    items = []
-    toc = []
-    for file_name, body, toc_title in chapters:
-        item = epub.EpubHtml(title=toc_title or "x", file_name=file_name, lang="en")
-        item.content = body
-        book.add_item(item)
-        items.append(item)
-        if toc_title:
-            toc.append(epub.Link(file_name, toc_title, file_name.split(".")[0]))
-    spine: list = ["nav"] if nav else []
-    spine += items
-    if nonlinear:
-        extra = epub.EpubHtml(title="Extra", file_name=nonlinear[0], lang="en")
-        extra.content = nonlinear[1]
-        extra.is_linear = False
-        book.add_item(extra)
-        spine.append(extra)
-    book.toc = toc
-    book.add_item(epub.EpubNcx())
-    if nav:
-        book.add_item(epub.EpubNav())
-    book.spine = spine
-    out = io.BytesIO()
-    epub.write_epub(out, book, {"raise_exceptions": True})
-    return out.getvalue()
 
 
 def read_all(source) -> list[Passage]:
@@ -851,3 +783,11 @@ def test_epub_navigation_blocks_and_copyright_footers_are_stripped(tmp_path):
     text = "\n".join(x.text for x in passages)
     assert "Navigation" not in text and "next |" not in text and "©" not in text
     assert [x.text for x in passages][0] == "Part 1\nBody of part 1 with facts."
+
+
+def test_sphinx_heading_marks_are_not_text():
+    html = ('<html><body><h1>Abstract<a class="headerlink" href="#abstract" title="Permalink">¶</a></h1>'
+            '<p>Body text <a href="#x">a real link</a>.</p><h2>Usage<a href="#usage">#</a></h2></body></html>')
+    text = " ".join(b.text for b in html_to_blocks(html))
+    assert "¶" not in text and "Abstract" in text and "a real link" in text
+    assert "Usage#" not in text and "Usage" in text

@@ -8,35 +8,8 @@ from infinipot_cli.scoring import cap as cap_scores
 from infinipot_cli.scoring.nuc import lm_head_logits
 from infinipot_cli.config import METHODS, UNBOUNDED
 from infinipot_cli.model import with_cache
-from tiny_models import ARCHS, VOCAB, make_model
-
-HEADER = list(range(3, 9))        # a pinned "header"
-CATALYST = [20, 21, 22, 23, 24]   # a catalyst prompt
-PROMPT = [30, 31, 32, 33]
-
-
-def doc_ids(n, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(10, VOCAB, (n,), generator=g).tolist()
-
-
-class IdTok:
-    """Stands in for a tokenizer: 'decodes' ids as numbers."""
-
-    def decode(self, ids, skip_special_tokens=True):
-        return " ".join(map(str, ids))
-
-
-def run_engine(model, ids, cfg, pieces=(7, 29, 3, 50), events=None):
-    eng = Engine(model, IdTok(), cfg, catalyst_ids=CATALYST, on_event=events)
-    eng.pin(HEADER)
-    i, k = 0, 0
-    while i < len(ids):
-        n = pieces[k % len(pieces)]
-        eng.feed(ids[i:i + n], where=f"piece {k}")
-        i, k = i + n, k + 1
-    eng.finish()
-    return eng
+from helpers import CATALYST, HEADER, PROMPT, IdTok, doc_ids, run_engine
+from tiny_models import ARCHS, make_model
 
 
 @pytest.fixture(scope="module", params=ARCHS)

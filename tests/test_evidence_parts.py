@@ -12,7 +12,7 @@ from infinipot_cli.documents import open_source
 from infinipot_cli.engine import Engine
 from infinipot_cli.prompts import Prompts
 from infinipot_cli.reader import SourceRecord, read_source
-from test_documents import make_epub
+from helpers import make_epub
 from tiny_models import make_model_for
 
 ARRIVAL = ("Mara came to the island of Vell on a grey morning in October, carrying one bag and a letter from her "

@@ -1,6 +1,7 @@
 """Messages name what the user did: the option given, a device is never a pot target, a parser error is one
 line, a pot given as a document points at --load-pot, --json errors are a JSON object, an answer budget the pot
-cannot hold is refused before the model loads, and a loaded pot is not called "read 0 tokens"."""
+cannot hold is refused before the model loads (so are a question too long and a pot too small), a question
+forgotten or given before the file gets a hint, and a loaded pot is not called "read 0 tokens"."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from infinipot_cli.display import Display
 from infinipot_cli.engine import Event
 from infinipot_cli.errors import UsageError
 from infinipot_cli.potfile import check_save_target
+from helpers import one_line
 
 STORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs", "lighthouse.txt")
 
@@ -30,13 +32,6 @@ def no_model(monkeypatch):
 
 def invoke(args, **kw):
     return CliRunner().invoke(app, args, **kw)
-
-
-def one_line(r, code=2) -> str:
-    err = r.stderr.strip()
-    assert r.exit_code == code, (r.exit_code, r.output)
-    assert "Traceback" not in err and len(err.splitlines()) == 1 and "╭" not in err, err
-    return err
 
 
 def test_a_pot_too_small_names_pot_size(no_model):
@@ -119,3 +114,27 @@ def test_a_loaded_pot_is_not_read_zero_tokens():
                          size=2048, where="", elapsed_s=0.1, kv_bytes=1))
     out = buf.getvalue()
     assert "read 0 tokens" not in out and "a pot of 12,345 tokens read before, 7 CCD cycles" in out
+
+
+# ---- checks that need no model run before it loads; argument mix-ups get a hint ----------------------
+
+
+def test_a_too_long_question_is_named_before_the_model_loads(no_model):
+    q = "What did the keeper write about the storm and the ships? " * 900  # ~50,000 characters
+    err = one_line(invoke(["ask", STORY, q, "-q"]))
+    assert "question is too long" in err and "shorten the question" in err
+
+
+def test_a_too_small_pot_fails_before_the_model_loads(no_model):
+    err = one_line(invoke(["summarize", STORY, "--pot-size", "10", "-q"]))
+    assert "pot is too small" in err or "must exceed the pinned header" in err
+    err = one_line(invoke(["summarize", STORY, "--pot-size", "60", "--keep", "8", "-q"]))
+    assert "must exceed the pinned header" in err
+
+
+def test_ask_with_the_question_forgotten_or_after_the_file(no_model, monkeypatch):
+    monkeypatch.setattr("infinipot_cli.cli._stdin_piped", lambda: False)
+    err = one_line(invoke(["ask", STORY]))
+    assert "missing QUESTION" in err and STORY in err
+    err = one_line(invoke(["ask", "What was the cat called?", STORY]))
+    assert "document comes first" in err and f'ask {STORY} "What was the cat called?"' in err

@@ -1,9 +1,10 @@
-"""-m resolution (GGUF files, Ollama's store, the Hugging Face cache), `infinipot models`, the plain prompt frame
-for tokenizers without a chat template, and Gemma 3's sliding-window layers in the pot."""
+"""-m resolution (GGUF files, Ollama's store, the Hugging Face cache), `infinipot models` (parameters counted once),
+the plain prompt frame for tokenizers without a chat template, and Gemma 3's sliding-window layers in the pot."""
 
 import json
 import os
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -400,3 +401,16 @@ def test_gemma3_package_is_assembled_checked_and_handed_to_the_converter(cache, 
     assert seen["meta"]["kind"] == "package"
     assert [p.name for p in folder.parent.iterdir()] == ["gemma-3-270m"]  # the assembled GGUF is not kept
     assert resolve_model_path("gemma-3-270m", progress=said.append)[1] == folder and len(said) == 1
+
+
+def test_models_counts_parameters_once(tmp_path):
+    from infinipot_cli.models import Q4_SIDECAR, safetensors_params
+
+    def write(name, shapes):
+        header = {k: {"dtype": "F32", "shape": s, "data_offsets": [0, 0]} for k, s in shapes.items()}
+        raw = json.dumps(header).encode()
+        (tmp_path / name).write_bytes(struct.pack("<Q", len(raw)) + raw)
+
+    write("model.safetensors", {"w": [10, 10]})
+    write(Q4_SIDECAR, {"w.q": [10, 5], "w.s": [10, 1]})
+    assert safetensors_params(tmp_path) == 100

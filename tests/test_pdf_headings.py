@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from infinipot_cli import outline as ol
-from test_documents import make_pdf
+from helpers import make_pdf
 
 ASN1_PAGE = ["2 ASN.1 structure handling", "The parser is case sensitive. Comments begin with two dashes.",
              "ASN.1 definitions must follow the syntax below:", "definitions_name {<object definition>}",

@@ -7,7 +7,7 @@ from transformers import DynamicCache
 
 from infinipot_cli.engine import PotConfig, split_method_spec
 from infinipot_cli.model import with_cache
-from test_engine import HEADER, PROMPT, doc_ids, run_engine
+from helpers import HEADER, PROMPT, doc_ids, run_engine
 from tiny_models import ARCHS, make_model
 
 QUESTION = (1, 3)  # the question's tokens inside PROMPT: marks the prompt as a question

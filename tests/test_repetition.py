@@ -10,7 +10,7 @@ from infinipot_cli.decode import AnswerCache, generate
 from infinipot_cli.endings import CompleteSentences, ends_sentence, last_sentence_end
 from infinipot_cli.repetition import RepetitionGuard
 from infinipot_cli.stopping import Stopper, StopStream
-from test_engine import PROMPT
+from helpers import PROMPT
 from tiny_models import make_model
 
 

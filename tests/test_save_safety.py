@@ -78,6 +78,19 @@ def test_an_existing_non_pot_file_needs_force(builtin, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.stderr
 
 
+def test_a_partial_pot_goes_beside_whatever_is_at_the_target(tmp_path):
+    """The naming an interrupted read's save uses (the real-model reads below and in test_cli_pots go through it)."""
+    from infinipot_cli.potfile import partial_target
+
+    pot = tmp_path / "good.pot"
+    assert partial_target(pot) == pot  # nothing there yet: the target itself
+    pot.write_bytes(b"a finished pot")
+    assert partial_target(pot) == tmp_path / "good.pot.partial"
+    (tmp_path / "good.pot.partial").write_bytes(b"an earlier partial pot")
+    assert partial_target(pot) == tmp_path / "good.pot.partial-2"
+
+
+@pytest.mark.slow  # beside an existing file: the --force test below and the naming above; resuming: test_cli_pots
 def test_interrupt_writes_beside_an_existing_pot(builtin, tmp_path, monkeypatch):
     pot = tmp_path / "good.pot"
     assert invoke(["read", STORY, "--save-pot", str(pot)] + FAST).exit_code == 0

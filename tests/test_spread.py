@@ -9,7 +9,7 @@ from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
 from infinipot_cli.scoring.policy import SelectionInputs
 from infinipot_cli.config import SUMMARY_SPREAD
 from infinipot_cli.spread import bins_of, quotas, spread_select
-from test_engine import PROMPT, doc_ids, run_engine
+from helpers import PROMPT, doc_ids, run_engine
 from tiny_models import make_model
 
 

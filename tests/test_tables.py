@@ -7,7 +7,7 @@ import pytest
 
 from infinipot_cli.documents import open_source
 from infinipot_cli.documents.html import html_to_blocks
-from test_documents import make_epub
+from helpers import make_epub
 
 ROWS = "".join(f"<tr><td>{i}</td><td>item{i}</td><td>{i * 3.5}</td></tr>" for i in range(1, 10))
 TABLE = f"<table><thead><tr><th>id</th><th>name</th><th>weight</th></tr></thead><tbody>{ROWS}</tbody></table>"

@@ -1,10 +1,14 @@
 """Waiting with a word: before reading, the display says what the run waits for (loading torch, the tokenizer,
 the model, converting it, starting the pot); while a slow forward pass runs, the live view shows its progress
-instead of numbers frozen for a whole chunk."""
+instead of numbers frozen for a whole chunk; a FIFO with no writer says what it waits for."""
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -115,3 +119,17 @@ def test_a_run_says_each_step_before_reading(monkeypatch):
         run(Job(kind="summarize", sources=[story], pot=PotConfig()),
             Recording("quiet", stream=io.StringIO()))
     assert steps == ["loading torch", "loading the tokenizer", "loading the model"]
+
+
+def test_a_fifo_with_no_writer_says_what_it_waits_for(tmp_path):
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "ask", str(fifo), "q"],
+                         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    got = []
+    t = threading.Thread(target=lambda: got.append(p.stderr.readline()), daemon=True)
+    t.start()
+    t.join(60)
+    p.kill()
+    p.wait()
+    assert got and "waiting for a writer on the named pipe" in got[0], got
