@@ -112,8 +112,10 @@ def wanted(question: str) -> Want:
     low = question.lower()
     if "number" in want.kinds and re.search(r"\bnumeric|\bnumber of\b|\bhow (?:many|much)\b", low):
         want.kinds = ("number",)  # "the numeric value of X": a number, not a name
-    want.many = bool(re.search(r"\b(?:all|every|list)\b", low)
-                     or re.match(r"\W*(?:\w+\s+){0,2}?(?:what|which) (?:are|were)\b", low))
+    # "What are (all) the ...", "List the ...", "Name every ...": not "all" inside the question ("Which command
+    # quits and throws away all changes?" asks for one command)
+    want.many = bool(re.match(r"\W*(?:list|name)\b", low)
+                     or re.match(r"\W*(?:\w+\s+){0,2}?(?:what|which) (?:\w+\s+)?(?:are|were)\b", low))
     return want
 
 

@@ -81,3 +81,12 @@ def test_a_numeric_question_wants_a_number():
     q = "What is the numeric value of ASN1_MAX_NAME_SIZE?"
     assert spans.wanted(q).kinds == ("number",)
     assert spans.spans("The ?LAST name indicates the last element of a SET OF.", spans.wanted(q), q) == []
+
+
+def test_a_question_asks_for_several_things_only_by_its_form():
+    for q in ["What are all the special magic numbers for x?", "List the options of tar.", "Which options are deprecated?",
+              "What files are read at startup?", "Name every exit code."]:
+        assert spans.wanted(q).many, q
+    for q in ["Which command quits Vim and throws away all changes?", "Which shell option makes ** match all files?",
+              "What is the default list separator?", "How do I start R, ignoring every profile?"]:
+        assert not spans.wanted(q).many, q
