@@ -124,6 +124,15 @@ def completed(written: str, text: str) -> str:
     return written
 
 
+def _text(units: set[int], texts: list[str]) -> str:
+    """The text of `units` in document order: units in a row joined as they stand (a word may be cut between
+    them), others with a space."""
+    out = []
+    for i, u in enumerate(sorted(units)):
+        out.append(texts[u] if i == 0 or u - 1 in units else " " + texts[u])
+    return "".join(out)
+
+
 def decide(question: str, written: str, found: list[retrieve.Found], texts: list[str]
            ) -> tuple[str, str, int | None, list[str]]:
     """(how, short, unit, unsupported): keep the model's answer ("written"), take a span of the passages
@@ -132,7 +141,8 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     not contain."""
     want = spans.wanted(question)
     sents = _sentences(found, texts)
-    written = completed(written, " ".join(texts[u] for _, u in sents))
+    held = _text({u for _, u in sents}, texts)
+    written = completed(written, held)
     cands: list[tuple[float, spans.Span, int]] = []  # (score, span, unit), best first
     if want.typed:
         for w, u in sents:
@@ -141,7 +151,7 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     best = cands[0] if cands else None
     strong = best is not None and best[1].score >= STRONG
     own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
-    invented = honesty.unsupported(written, question, " ".join(texts[u] for _, u in sents))
+    invented = honesty.unsupported(written, question, held)
     if invented or honesty.refused(written):  # the model named what its passages lack, or said they lack it
         return ("extracted", best[1].text, best[2], invented) if strong else ("not-said", "", None, invented)
     if own and own[0][0] >= best[0] - MARGIN:
@@ -160,7 +170,7 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
     """`decide` for a question asking for several things (written from several passages): the model's list
     stands, its items naming what the passages lack left out (honesty.supported_items), a non-answer gives way to
     the best sentence, an answer naming what the passages lack and no list, to "does not seem to say"."""
-    held = " ".join(texts[u] for f in found for u in f.units)
+    held = _text({u for f in found for u in f.units}, texts)
     written = completed(written, held)
     if non_answer(written, question):
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])

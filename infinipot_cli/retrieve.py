@@ -129,6 +129,13 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
                 sides[step] += bool(texts[j].strip())
                 grew = True
         group.sort()
+        # a long sentence is cut into units of at most UNIT_TOKENS tokens, perhaps inside a word ("… for
+        # 4cb55334-a545-4f42-" | "92ff-… is: 79fd3d1d-6" | "81e-4af2-…"): a passage does not end or begin in one
+        while group[-1] + 1 < K and joins(group[-1], group[-1] + 1) and \
+                _cut_inside(texts[group[-1]], texts[group[-1] + 1]):
+            group.append(group[-1] + 1)
+        while group[0] > 0 and joins(group[0] - 1, group[0]) and _cut_inside(texts[group[0] - 1], texts[group[0]]):
+            group.insert(0, group[0] - 1)
         used.update(group)
         h = int(heading[k])
         core = _core(group, k, texts)
@@ -138,10 +145,14 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
 
 
 def _core(group: list[int], k: int, texts: list[str]) -> list[int]:
-    """The top unit `k` of a passage's units `group` and the nearest unit with text on each side (with the blank
-    ones between): what the model writes from."""
+    """The top unit `k` of a passage's units `group` (with the units it is cut from, see passages) and the nearest
+    unit with text on each side (with the blank ones between): what the model writes from."""
     i = group.index(k)
     lo, hi = i, i
+    while lo > 0 and _cut_inside(texts[group[lo - 1]], texts[group[lo]]):
+        lo -= 1
+    while hi < len(group) - 1 and _cut_inside(texts[group[hi]], texts[group[hi + 1]]):
+        hi += 1
     while lo > 0:
         lo -= 1
         if texts[group[lo]].strip():
@@ -150,7 +161,15 @@ def _core(group: list[int], k: int, texts: list[str]) -> list[int]:
         hi += 1
         if texts[group[hi]].strip():
             break
+    while hi < len(group) - 1 and _cut_inside(texts[group[hi]], texts[group[hi + 1]]):  # its last word whole
+        hi += 1
     return group[lo:hi + 1]
+
+
+def _cut_inside(a: str, b: str) -> bool:
+    """Whether unit texts `a` and `b` (in a row) are one word cut in two: no space or break between them."""
+    return bool(a) and bool(b) and not a[-1].isspace() and not b[0].isspace() and \
+        (a[-1].isalnum() or a[-1] in "-_./:") and (b[0].isalnum() or b[0] in "-_./")
 
 
 def context(engine, found: list[Found], doc: tuple, sep: list[int], room: int = 1 << 62, core: bool = True,

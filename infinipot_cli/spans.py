@@ -36,6 +36,7 @@ PATTERNS: dict[str, str] = {
     "ident": r"(?<![\w-])(?!(?:e\.g|i\.e|etc|vs)\b)(?:[A-Z]+-\d+(?:-\d+)*|[A-Za-z_]\w*(?:\.\w+)+(?:\(\))?"
              r"|[A-Za-z_]\w*\(\)|[A-Za-z]+_\w+|[A-Za-z]+\d+[A-Za-z]\w*|[A-Z][A-Z0-9_]{2,}\b|[a-z]+[A-Z]\w+"
              r"|[A-Z][a-z]+[A-Z]\w*|[A-Za-z][\w]*[-/][\w/.-]*\w|:[a-z]+!?|#[\w-]+)(?![\w])",
+    "shell": r"(?m)^[ \t]*[$%][ \t]+([^\n]{1,60}?)[ \t]*(?:#[^\n]*)?$",  # a command line shown: "$ git bisect reset"
     "quoted": r"[\"\u201c'`]([^\"\u201d'`\n]{1,40})[\"\u201d'`]",
     "name": r"(?<![\w])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+",
 }
@@ -46,7 +47,7 @@ _RX = {k: re.compile(v) for k, v in PATTERNS.items()}
 HEADS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("option", "flag", "switch"), ("option", "ident", "quoted")),
     "key": ("key", "quoted", "ident"),
-    **dict.fromkeys(("command", "tool", "program", "utility", "binary", "script"), ("quoted", "ident")),
+    **dict.fromkeys(("command", "tool", "program", "utility", "binary", "script"), ("shell", "quoted", "ident")),
     **dict.fromkeys(("function", "method", "macro", "variable", "handler", "attribute", "field", "parameter",
                      "argument", "setting", "property", "class", "module", "package", "library", "header",
                      "directive", "keyword", "word", "operator", "character", "prefix", "suffix", "symbol",
@@ -173,7 +174,7 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
     asked = question.lower()
     for kind in want.kinds:
         for m in _RX[kind].finditer(sentence):
-            g = 1 if kind == "quoted" else 0
+            g = 1 if kind in ("quoted", "shell") else 0
             a, b = m.start(g), m.end(g)
             text = m.group(g).strip()
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked) or _heading(sentence, a)
@@ -185,6 +186,8 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
         s.score = closeness(s, sentence, want) + 0.5 * (1 - want.kinds.index(s.kind) / len(want.kinds))
         if want.shape and s.kind == "option":
             s.score += 0.5 if (want.shape == "long") == s.text.startswith("--") else -0.5
+        if s.kind == "shell":  # a command line shown ("$ git bisect reset") is the command itself
+            s.score += 1.0
     return sorted(out, key=lambda s: -s.score)
 
 

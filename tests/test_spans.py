@@ -90,3 +90,13 @@ def test_a_question_asks_for_several_things_only_by_its_form():
     for q in ["Which command quits Vim and throws away all changes?", "Which shell option makes ** match all files?",
               "What is the default list separator?", "How do I start R, ignoring every profile?"]:
         assert not spans.wanted(q).many, q
+
+
+def test_a_command_line_shown_answers_which_command():
+    text = ("Bisect reset\n    After a bisect session, to clean up the bisection state and return to the original HEAD,"
+            " issue the following command:\n\n        $ git bisect reset\n")
+    q = "Which command ends a bisect session and returns to the original branch?"
+    best = spans.spans(text, spans.wanted(q), q)[0]
+    assert (best.text, best.kind) == ("git bisect reset", "shell")
+    assert [s.text for s in spans.spans("    $ git bisect bad        # Current version is bad\n",
+                                        spans.wanted("Which command marks a version as bad?"))] == ["git bisect bad"]
