@@ -167,11 +167,16 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
 
 def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
             ) -> tuple[str, str, int | None, list[str]]:
-    """`decide` for a question asking for several things (written from several passages): the model's list
+    """`decide` for a question asking for several things (written from several passages): where each passage's
+    top sentence has a strong span of the kind asked for ("One of the special magic numbers for X is: 4400417.";
+    `listed`) and the model's answer misses one of them, those spans, one per passage in their rank; else the model's list
     stands, its items naming what the passages lack left out (honesty.supported_items), a non-answer gives way to
     the best sentence, an answer naming what the passages lack and no list, to "does not seem to say"."""
     held = _text({u for f in found for u in f.units}, texts)
     written = completed(written, held)
+    items = listed(question, found, texts)
+    if len(items) >= 2 and not all(spans.contains(written, t) for t in items):
+        return "extracted", ", ".join(items), None, []
     if non_answer(written, question):
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
     invented = honesty.unsupported(written, question, held)
@@ -179,6 +184,23 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
         return "written", written, None, []
     kept = honesty.supported_items(written, question, held)
     return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
+
+
+def listed(question: str, found: list[retrieve.Found], texts: list[str]) -> list[str]:
+    """The best span of each passage's top sentence that has a strong one (closeness ≥ STRONG) of the kind the
+    question asks for, the best passage's first; [] where the best passage has none (then the list is the
+    model's)."""
+    want = spans.wanted(question)
+    out: list[str] = []
+    for i, f in enumerate(found):
+        got = spans.spans(texts[f.top], want, question) if want.typed else []
+        if not got or got[0].score < STRONG:
+            if i == 0:
+                return []
+            continue
+        if got[0].text not in out:
+            out.append(got[0].text)
+    return out
 
 
 _ENDS = (".", "!", "?", ":", ";")

@@ -130,12 +130,14 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
                 grew = True
         group.sort()
         # a long sentence is cut into units of at most UNIT_TOKENS tokens, perhaps inside a word ("… for
-        # 4cb55334-a545-4f42-" | "92ff-… is: 79fd3d1d-6" | "81e-4af2-…"): a passage does not end or begin in one
-        while group[-1] + 1 < K and joins(group[-1], group[-1] + 1) and \
-                _cut_inside(texts[group[-1]], texts[group[-1] + 1]):
-            group.append(group[-1] + 1)
-        while group[0] > 0 and joins(group[0] - 1, group[0]) and _cut_inside(texts[group[0] - 1], texts[group[0]]):
-            group.insert(0, group[0] - 1)
+        # 4cb55334-a545-4f42-" | "92ff-… is: 79fd3d1d-6" | "81e-4af2-…"): the top unit comes with the units it
+        # is cut from, whole
+        a = b = k
+        while a > 0 and joins(a - 1, a) and _cut_inside(texts[a - 1], texts[a]):
+            a -= 1
+        while b + 1 < K and joins(b, b + 1) and _cut_inside(texts[b], texts[b + 1]):
+            b += 1
+        group = sorted(set(group) | set(range(a, b + 1)))
         used.update(group)
         h = int(heading[k])
         core = _core(group, k, texts)
@@ -161,8 +163,6 @@ def _core(group: list[int], k: int, texts: list[str]) -> list[int]:
         hi += 1
         if texts[group[hi]].strip():
             break
-    while hi < len(group) - 1 and _cut_inside(texts[group[hi]], texts[group[hi + 1]]):  # its last word whole
-        hi += 1
     return group[lo:hi + 1]
 
 

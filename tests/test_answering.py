@@ -108,3 +108,17 @@ def test_a_passage_does_not_end_inside_a_word_a_long_sentence_was_cut_at():
     assert retrieve._core([0, 1, 2, 3, 4, 5], 1, texts) == [0, 1, 2, 3, 4]
     assert answering._text({1, 2, 3}, texts).endswith("is: 79fd3d1d-681e-4af2-b209-9f3a51745e1f.\n")
     assert answering._text({0, 4}, texts) == "Other text.\n More text.\n"
+
+
+def test_a_list_question_lists_the_value_of_each_passage_the_model_missed():
+    texts = ["Some special magic numbers are hidden in the text.\n"] + [
+        f" One of the special magic numbers for alcoholic-dare is: {n}.\n" for n in (3219037, 4400417, 4731444)]
+    found = [retrieve.Found(0, 0, [u], u, s) for u, s in ((1, 17.1), (2, 17.1), (3, 17.1), (0, 9.8))]
+    q = "What are all the special magic numbers for alcoholic-dare mentioned in the provided text?"
+    assert answering.listed(q, found, texts) == ["3219037", "4400417", "4731444"]
+    how, short, _, _ = answering.several(q, "3219037, 4731444, 3219037", found, texts)
+    assert (how, short) == ("extracted", "3219037, 4400417, 4731444")
+    # the model's list naming every one of them stands
+    assert answering.several(q, "- 3219037\n- 4400417\n- 4731444", found, texts)[0] == "written"
+    # no typed span in the best passage: the list is the model's
+    assert answering.listed(q, found[3:] + found[:3], texts) == []
