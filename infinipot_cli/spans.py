@@ -178,6 +178,8 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
             g = 1 if kind in ("quoted", "shell") else 0
             a, b = m.start(g), m.end(g)
             text = m.group(g).strip()
+            if kind in ("path", "url") and len(text) > 2 and text[-1] in ".," and text[-2] != ".":
+                text, b = text[:-1], b - 1  # the sentence's full stop or comma after it
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked) or _heading(sentence, a)
                     or _placeholder(sentence, a, text)):
                 continue

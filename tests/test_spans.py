@@ -100,3 +100,9 @@ def test_a_command_line_shown_answers_which_command():
     assert (best.text, best.kind) == ("git bisect reset", "shell")
     assert [s.text for s in spans.spans("    $ git bisect bad        # Current version is bad\n",
                                         spans.wanted("Which command marks a version as bad?"))] == ["git bisect bad"]
+
+
+def test_a_path_at_the_end_of_a_sentence_leaves_its_full_stop():
+    q = "Which directory holds public Python 3 modules?"
+    s = "Public Python 3 modules must be installed in the directory /usr/lib/python3/dist-packages."
+    assert [x.text for x in spans.spans(s, spans.wanted(q), q)] == ["/usr/lib/python3/dist-packages"]
