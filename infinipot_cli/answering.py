@@ -167,22 +167,23 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
 
 def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
             ) -> tuple[str, str, int | None, list[str]]:
-    """`decide` for a question asking for several things (written from several passages): where each passage's
-    top sentence has a strong span of the kind asked for ("One of the special magic numbers for X is: 4400417.";
-    `listed`) and the model's answer misses one of them, those spans, one per passage in their rank; else the model's list
-    stands, its items naming what the passages lack left out (honesty.supported_items), a non-answer gives way to
-    the best sentence, an answer naming what the passages lack and no list, to "does not seem to say"."""
+    """`decide` for a question asking for several things (written from several passages): the model's list
+    stands, its items naming what the passages lack left out (honesty.supported_items) — unless each passage's top
+    sentence has a strong span of the kind asked for ("One of the special magic numbers for X is: 4400417.";
+    `listed`) and what would be shown misses one of them: then those spans, one per passage in their rank. Else a
+    non-answer gives way to the best sentence, an answer naming what the passages lack and no list, to "does not
+    seem to say"."""
     held = _text({u for f in found for u in f.units}, texts)
     written = completed(written, held)
+    invented = honesty.unsupported(written, question, held)
+    kept = honesty.supported_items(written, question, held) if invented else written
     items = listed(question, found, texts)
-    if len(items) >= 2 and not all(spans.contains(written, t) for t in items):
+    if len(items) >= 2 and not all(spans.contains(kept or "", t) for t in items):
         return "extracted", ", ".join(items), None, []
     if non_answer(written, question):
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
-    invented = honesty.unsupported(written, question, held)
     if not invented:
         return "written", written, None, []
-    kept = honesty.supported_items(written, question, held)
     return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
 
 

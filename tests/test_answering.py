@@ -122,3 +122,12 @@ def test_a_list_question_lists_the_value_of_each_passage_the_model_missed():
     assert answering.several(q, "- 3219037\n- 4400417\n- 4731444", found, texts)[0] == "written"
     # no typed span in the best passage: the list is the model's
     assert answering.listed(q, found[3:] + found[:3], texts) == []
+
+
+def test_a_list_whose_items_are_dropped_for_invented_words_gives_way_to_the_passages_values():
+    texts = [f" One of the special magic numbers for {k} is: {n}.\n" for k, n in
+             (("condemned-training", 7769142), ("rich-comradeship", 6579538), ("direful-mint", 1750521))]
+    found = [retrieve.Found(0, 0, [u], u, 17.0) for u in range(3)]
+    q = "What are all the special magic numbers for condemned-training, rich-comradeship and direful-mint?"
+    written = "1. 7769142 (Lemonade)\n2. 6579538 (Lemon)\n3. 1750521 (Direful-Mint)"
+    assert answering.several(q, written, found, texts)[:2] == ("extracted", "7769142, 6579538, 1750521")
