@@ -92,8 +92,9 @@ def non_answer(answer: str, question: str) -> bool:
 
 
 def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[float, int]]:
-    """(weight, unit) of the sentences to look for spans in: each passage's top unit, then its other units and
-    its part's heading (a little less), passages weighted by their score relative to the best."""
+    """(weight, unit) of the sentences to look for spans in: each passage's top unit (with the unit after it when
+    it ends with a colon: "issue the following command:" | "$ git bisect reset"), then its other units and its
+    part's heading (a little less), passages weighted by their score relative to the best."""
     if not found:
         return []
     best = max(found[0].score, 1e-9)
@@ -101,7 +102,9 @@ def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[floa
     for f in found:
         w = f.score / best
         out.append((w, f.top))
-        out += [(w - 0.5, u) for u in f.units if u != f.top]
+        after = [u for u in f.units if u > f.top and texts[u].strip()][:1]
+        led = set(after) if texts[f.top].rstrip().endswith(":") else set()
+        out += [(w if u in led else w - 0.5, u) for u in f.units if u != f.top]
         if f.heading is not None:  # the part's heading: "Noteworthy changes in release 8.26"
             out.append((w - 0.5, f.heading))
     return out

@@ -131,3 +131,13 @@ def test_a_list_whose_items_are_dropped_for_invented_words_gives_way_to_the_pass
     q = "What are all the special magic numbers for condemned-training, rich-comradeship and direful-mint?"
     written = "1. 7769142 (Lemonade)\n2. 6579538 (Lemon)\n3. 1750521 (Direful-Mint)"
     assert answering.several(q, written, found, texts)[:2] == ("extracted", "7769142, 6579538, 1750521")
+
+
+def test_the_line_a_colon_leads_into_counts_as_the_top_sentence():
+    texts = ["Bisect reset\n", "After a bisect session, issue the following command:\n", "\n", "    $ git bisect reset\n",
+             "Bisect skip\n"]
+    weights = dict((u, w) for w, u in answering._sentences([retrieve.Found(0, 0, [0, 1, 2, 3, 4], 1, 9.0)], texts))
+    assert weights[1] == weights[3] == 1.0 and weights[0] == weights[4] == 0.5
+    texts[1] = "After a bisect session, issue the following command.\n"  # no colon: a neighbour like the others
+    weights = dict((u, w) for w, u in answering._sentences([retrieve.Found(0, 0, [0, 1, 2, 3, 4], 1, 9.0)], texts))
+    assert weights[3] == 0.5
