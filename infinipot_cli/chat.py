@@ -92,7 +92,7 @@ class ChatSession:
         """inspect_pot / render_inspect on the pot as read (written to a temporary file first)."""
         from rich.console import Console
 
-        from .inspect import inspect_pot, render_inspect
+        from .pot_report import inspect_pot, render_inspect
 
         folder = tempfile.mkdtemp(prefix="infinipot-chat-")
         try:

@@ -444,7 +444,7 @@ def inspect(
     with handle_errors(json_out):
         from rich.console import Console
 
-        from .inspect import inspect_pot, render_inspect
+        from .pot_report import inspect_pot, render_inspect
         from .potfile import read_meta
 
         meta = read_meta(pot_file)

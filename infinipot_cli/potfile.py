@@ -1,4 +1,4 @@
-"""Pot files: save a distilled memory pot to disk and load it back (inspect.py shows what one remembers).
+"""Pot files: save a distilled memory pot to disk and load it back (pot_report.py, `infinipot inspect`, shows what one remembers).
 
 A pot file is a safetensors file (never pickle). Tensors:
 

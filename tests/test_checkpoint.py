@@ -234,7 +234,7 @@ def test_fp32_kv_is_stored_as_bf16_and_old_pots_load(tmp_path, model):
             assert b.keys.dtype == torch.float32
             assert torch.allclose(a.keys, b.keys, rtol=tol, atol=tol) and torch.allclose(a.values, b.values, rtol=tol, atol=tol)
         assert torch.equal(eng.pot.tok, eng2.pot.tok)
-    from infinipot_cli.inspect import inspect_pot
+    from infinipot_cli.pot_report import inspect_pot
 
     info = inspect_pot(small)
     assert info["file_bytes"] == n_small and info["kv_dtype"] == "bfloat16"

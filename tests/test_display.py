@@ -377,7 +377,7 @@ def test_gguf_conversion_progress_bar_is_silenced():
 
 
 def test_inspect_says_one_cycle_in_the_singular():
-    from infinipot_cli.inspect import render_inspect
+    from infinipot_cli.pot_report import render_inspect
 
     info = {"path": "p.pot", "file_bytes": 10, "config": {}, "catalyst": {}, "tokens_read": 10, "cycles": 1,
             "entries": 5, "n_pinned": 1, "layers": 1, "kv_heads": 1, "remembered": {"tokens": 1, "share": 0.1,

@@ -11,7 +11,7 @@ import torch
 from infinipot_cli import potfile
 from infinipot_cli.engine import Engine, PotConfig
 from infinipot_cli.errors import InfinipotError, InputError
-from infinipot_cli.inspect import inspect_pot, render_inspect
+from infinipot_cli.pot_report import inspect_pot, render_inspect
 from infinipot_cli.potfile import load_pot, question_mismatch, read_meta, save_pot
 
 CATALYST = [11, 12, 13, 14, 15]
@@ -324,6 +324,6 @@ def test_question_mismatch():
 
 
 def test_strip_line():
-    from infinipot_cli.inspect import strip_line
+    from infinipot_cli.pot_report import strip_line
 
     assert strip_line([0, 0.01, 0.5, 1.0]) == " ▁▄█"
