@@ -181,7 +181,7 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
             if kind in ("path", "url") and len(text) > 2 and text[-1] in ".," and text[-2] != ".":
                 text, b = text[:-1], b - 1  # the sentence's full stop or comma after it
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked) or _heading(sentence, a)
-                    or _placeholder(sentence, a, text)):
+                    or _placeholder(sentence, a, text) or (kind == "ident" and _opening_word(sentence, a, text))):
                 continue
             taken.append((a, b))
             out.append(Span(text, kind, a, b))
@@ -200,6 +200,15 @@ _PLACEHOLDER_BEFORE = re.compile(r"(?:[=\[<]|(?<![\w-])--?[\w-]+\s)$")
 def _placeholder(sentence: str, at: int, text: str) -> bool:
     """A capitalised placeholder of a synopsis or an option ("--max-delete=NUM", "-f FILE", "[OPTION]")."""
     return text.isupper() and "_" not in text and bool(_PLACEHOLDER_BEFORE.search(sentence[max(0, at - 40):at]))
+
+
+_COMPOUND = re.compile(r"[A-Z][a-z]+(?:-[a-z]+)+")
+
+
+def _opening_word(sentence: str, at: int, text: str) -> bool:
+    """A capitalised compound word opening the sentence ("Architecture-independent public modules ..."): a word,
+    not an identifier."""
+    return not sentence[:at].strip() and _COMPOUND.fullmatch(text) is not None
 
 
 def _heading(sentence: str, at: int) -> bool:

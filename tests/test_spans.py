@@ -106,3 +106,11 @@ def test_a_path_at_the_end_of_a_sentence_leaves_its_full_stop():
     q = "Which directory holds public Python 3 modules?"
     s = "Public Python 3 modules must be installed in the directory /usr/lib/python3/dist-packages."
     assert [x.text for x in spans.spans(s, spans.wanted(q), q)] == ["/usr/lib/python3/dist-packages"]
+
+
+def test_a_capitalised_compound_opening_a_sentence_is_no_identifier():
+    q = "Where must public Python 3 modules be installed?"
+    s = "Architecture-independent public Python 3 modules must be installed to /usr/lib/python3/dist-packages."
+    assert [x.text for x in spans.spans(s, spans.wanted(q), q)] == ["/usr/lib/python3/dist-packages"]
+    q2 = "Which account runs the mail transport agent?"
+    assert "update-passwd" in [x.text for x in spans.spans("It is kept by update-passwd here.", spans.wanted(q2), q2)]
