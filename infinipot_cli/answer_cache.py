@@ -39,7 +39,28 @@ def _lazy_view(attr: str) -> property:
     return property(get, put)
 
 
-class AnswerLayer(CacheLayerMixin):
+class FilledLayer(CacheLayerMixin):
+    """A cache layer whose entries are its first `length` rows of a preallocated buffer: what transformers asks of
+    a layer's size, and the rows a crop keeps (AnswerLayer here, the pot's PotLayer in pot_buffer.py)."""
+
+    length = 0
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.length + query_length, 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_max_length(self) -> int:
+        return -1  # grows when needed, like a DynamicLayer
+
+    def kept(self, tokens_to_remove: int) -> int:
+        """The rows DynamicLayer.crop(tokens_to_remove) keeps (a negative count: keep that many)."""
+        keep = self.length - tokens_to_remove if tokens_to_remove >= 0 else -tokens_to_remove
+        return max(0, min(self.length, keep))
+
+
+class AnswerLayer(FilledLayer):
     """One layer's keys/values in a buffer of `capacity` entries, written in place at the next index.
 
     ``keys``/``values`` are always views (1, H_kv, n, D) of the filled part, so everything that reads a cache layer
@@ -110,19 +131,9 @@ class AnswerLayer(CacheLayerMixin):
         """The whole (B, H_kv, capacity, D) buffers; rows past the filled length are zeros."""
         return self._k, self._v
 
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.length + query_length, 0
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def get_max_length(self) -> int:
-        return -1  # grows when needed, like a DynamicLayer
-
     def crop(self, tokens_to_remove: int) -> None:
         """Drop entries from the end (a negative count: keep that many); the dropped rows are zeroed."""
-        keep = self.length - tokens_to_remove if tokens_to_remove >= 0 else -tokens_to_remove
-        keep = max(0, min(self.length, keep))
+        keep = self.kept(tokens_to_remove)
         if self.is_initialized:
             self._k[:, :, keep:self.length].zero_()
             self._v[:, :, keep:self.length].zero_()

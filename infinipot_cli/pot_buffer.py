@@ -18,10 +18,12 @@ public ``Cache(layers=...)`` and ``CacheLayerMixin``, like answer_cache.py.
 from __future__ import annotations
 
 import torch
-from transformers.cache_utils import Cache, CacheLayerMixin
+from transformers.cache_utils import Cache
+
+from .answer_cache import FilledLayer
 
 
-class PotLayer(CacheLayerMixin):
+class PotLayer(FilledLayer):
     """Layer `index` of a :class:`PotCache`: ``keys``/``values`` are views (B, H_kv, n, D) of the shared buffer.
     Assigning ``keys``/``values`` copies into the buffer (the filled length follows the tensor assigned)."""
 
@@ -59,19 +61,9 @@ class PotLayer(CacheLayerMixin):
         self.length = n + t
         return self.keys, self.values
 
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.length + query_length, 0
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def get_max_length(self) -> int:
-        return -1  # grows when needed, like a DynamicLayer
-
     def crop(self, tokens_to_remove: int) -> None:
         """Drop entries from the end (a negative count: keep that many), as DynamicLayer.crop."""
-        keep = self.length - tokens_to_remove if tokens_to_remove >= 0 else -tokens_to_remove
-        self.length = max(0, min(self.length, keep))
+        self.length = self.kept(tokens_to_remove)
 
     def reset(self) -> None:
         self.length = 0

@@ -140,21 +140,17 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
         group = sorted(set(group) | set(range(a, b + 1)))
         used.update(group)
         h = int(heading[k])
-        core = _core(group, k, texts)
+        core = _core(group, (a, b), texts)
         out.append(Found(int(first[group[0]]), int(last[group[-1]]) + 1, group, k, float(scores[k]),
                          None if h < 0 or h in group else h, (int(first[core[0]]), int(last[core[-1]]) + 1)))
     return out, doc
 
 
-def _core(group: list[int], k: int, texts: list[str]) -> list[int]:
-    """The top unit `k` of a passage's units `group` (with the units it is cut from, see passages) and the nearest
-    unit with text on each side (with the blank ones between): what the model writes from."""
-    i = group.index(k)
-    lo, hi = i, i
-    while lo > 0 and _cut_inside(texts[group[lo - 1]], texts[group[lo]]):
-        lo -= 1
-    while hi < len(group) - 1 and _cut_inside(texts[group[hi]], texts[group[hi + 1]]):
-        hi += 1
+def _core(group: list[int], top: tuple[int, int], texts: list[str]) -> list[int]:
+    """The top unit of a passage's units `group` with the units it is cut from (`top`: the first and last of
+    them, see passages) and the nearest unit with text on each side (with the blank ones between): what the model
+    writes from."""
+    lo, hi = group.index(top[0]), group.index(top[1])
     while lo > 0:
         lo -= 1
         if texts[group[lo]].strip():
