@@ -13,6 +13,13 @@ def test_answers_match_as_whole_words():
     assert qa.answered('the "u" command', ["u"]) and not qa.answered("the undo command", ["u"])
     assert not qa.answered("the U command", ["u"])  # one or two characters: case counts
     assert qa.answered("version 2.6.2 or later", ["2.6"]) and qa.answered("is 80 characters", ["80 characters"])
+    # an answer the question holds counts only outside a restatement of the question
+    q = "What is the default password of the live system user?"
+    assert not qa.answered('The default password of the live system user is "user".', ["live"], q)
+    assert qa.answered('The default password of the live system user is "live".', ["live"], q)
+    q = "Which user name do you log in as by default on a live image?"
+    assert qa.answered("you are logged in to the user account", ["user"], q)
+    assert not qa.answered("The user name you log in as is root.", ["user"], q)
 
 
 def test_evidence_hit():

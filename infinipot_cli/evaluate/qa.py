@@ -108,19 +108,38 @@ def norm(text: str) -> str:
     return " ".join((text or "").lower().split())
 
 
-def answered(text: str, answers: list[str]) -> bool:
+def answered(text: str, answers: list[str], question: str = "") -> bool:
     """An acceptable answer in `text`, as a whole word (not inside another word; `-c` not in `--create`),
-    case-insensitively, but case-sensitively for answers of one or two characters (`u` is not `U`)."""
+    case-insensitively, but case-sensitively for answers of one or two characters (`u` is not `U`). An answer the
+    `question` itself holds counts only outside a restatement of it: "the live system user" does not answer
+    "What is the default password of the live system user?" with "live"."""
     t = " ".join((text or "").split())
+    asked = " ".join(words_of(question))
     for a in answers:
         a = " ".join(a.split())
         if not a:
             continue
         pre = r"(?<![\w-])" if a[0].isalnum() else ""
         post = r"(?![\w])" if a[-1].isalnum() else ""
-        if re.search(pre + re.escape(a) + post, t, 0 if len(a) <= 2 else re.IGNORECASE):
-            return True
+        for m in re.finditer(pre + re.escape(a) + post, t, 0 if len(a) <= 2 else re.IGNORECASE):
+            if not (asked and _restated(t, m, asked)):
+                return True
     return False
+
+
+def words_of(text: str) -> list[str]:
+    return re.findall(r"\w+", (text or "").lower())
+
+
+def _restated(text: str, m: re.Match, asked: str) -> bool:
+    """Whether the match `m` in `text` stands inside words the question has in the same order: with the word
+    before it or the word after it, as the question has them."""
+    span = " ".join(words_of(m.group(0)))
+    if not span or f" {span} " not in f" {asked} ":
+        return False
+    before, after = words_of(text[:m.start()])[-1:], words_of(text[m.end():])[:1]
+    return any(f" {p} " in f" {asked} " for p in (" ".join(before + [span]) if before else None,
+                                                   " ".join([span] + after) if after else None) if p)
 
 
 def evidence_hit(texts: list[str], q: dict) -> bool:
@@ -193,9 +212,10 @@ def record(q: dict, flow: str, session, ans, read_s: float) -> dict:
         "id": q["id"], "doc": q["doc"], "flow": flow, "kind": q.get("kind"), "question": q["question"],
         "answers": answers, "unanswerable": not answers,
         "answer": shown, "how": ans.how, "short": ans.short, "guess": g.guess,
-        "correct": answered(ans.short if ans.how in ("extracted", "quoted") else shown, answers) if answers else None,
-        "line_holds": answered(shown, answers) if answers else None,
-        "correct_guess": answered(g.guess, answers) if answers else None,
+        "correct": answered(ans.short if ans.how in ("extracted", "quoted") else shown, answers, q["question"])
+        if answers else None,
+        "line_holds": answered(shown, answers, q["question"]) if answers else None,
+        "correct_guess": answered(g.guess, answers, q["question"]) if answers else None,
         "refused": honesty.refused(shown), "withheld": g.withheld,
         "non_answer": non_answer(shown, q["question"]),
         "invented": honesty.unsupported(g.guess, q["question"], doc_text) if doc_text is not None else None,
