@@ -27,7 +27,7 @@ def tok(builtin_tok):
 def model(tok):
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from infinipot_cli.pot.scoring.capture import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -54,7 +54,7 @@ def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     cfg.sliding_window = 100
     from transformers import AutoModelForCausalLM
 
-    from infinipot_cli.pot.scoring.capture import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=register_attention("sdpa")).eval()

@@ -45,7 +45,7 @@ def _big_vocab_model(vocab: int = 40000):
     """A tiny Llama whose head dwarfs its body, as Gemma 3 270M's 262K-row head does."""
     import transformers as tf
 
-    from infinipot_cli.pot.scoring.capture import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     cfg = tf.LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=16,

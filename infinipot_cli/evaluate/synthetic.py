@@ -85,7 +85,7 @@ def load_synthetic(name: str, device: str | None = None, dtype: str | None = Non
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..runtime.loading import LoadedModel, builtin_model_path, pick_attention, pick_device, pick_dtype
-    from ..pot.scoring.capture import register_attention
+    from ..runtime.attention import register_attention
 
     t0 = time.perf_counter()
     cfg = build_config(name)

@@ -6,6 +6,9 @@
   distillation's catalyst, whose every row was captured);
 - :func:`one_row` — one query row per head over a cache (decoding): the transformers wrapper's path
   (:func:`one_row_attention`) and the decode step's, over its preallocated buffer.
+- :func:`register_attention` — the model's attention function (loading.py registers it): the paths above around
+  SDPA or FlashAttention, with a tap (:func:`tapped`) through which the pot's CaP capture (pot/scoring/capture.py)
+  sees every layer's queries and keys while it records; the runtime itself imports nothing of the pot.
 
 Shapes: query (B, Hq, R, D) post-RoPE, key/value (B, Hkv, S, D); query head h*G+j reads KV head h (transformers'
 repeat_kv order), G = Hq / Hkv. Logits are soft-capped (Gemma 2) and softmaxed in fp32.
@@ -26,6 +29,8 @@ every other mask go to SDPA as before.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -168,3 +173,60 @@ def one_row_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tenso
         bias = torch.zeros(m.shape, device=m.device).masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else m.float()
     out = one_row(query.reshape(b * hkv, g, d), key.flatten(0, 1), value.flatten(0, 1), bias, scaling, softcap)
     return out.reshape(b, 1, hq, dv), None
+
+
+# What the wrapper hands every layer's post-RoPE queries and keys to before attending: the distillation's score
+# capture (pot/scoring/capture.py) while it records, else nothing. It returns the probabilities of every query row
+# when it computed them all (the final distillation's catalyst), so the wrapper attends with them instead.
+_TAP = None
+
+
+@contextlib.contextmanager
+def tapped(fn):
+    """Within this block, the wrapper registered by :func:`register_attention` calls
+    `fn(module, query, key, attention_mask, scaling, softcap)` in every attention layer before attending."""
+    global _TAP
+    prev, _TAP = _TAP, fn
+    try:
+        yield
+    finally:
+        _TAP = prev
+
+
+def _make_wrapper(base_name: str):
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    base = ALL_ATTENTION_FUNCTIONS[base_name]
+
+    def infinipot_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+        # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
+        softcap = kwargs.get("softcap")
+        probs = _TAP(module, query, key, attention_mask, scaling, softcap) if _TAP is not None else None
+        # every query row was captured (the final distillation's catalyst): attend with those probabilities
+        # rather than a second time; SDPA's masks are materialized, so they were the exact ones
+        if base_name == "sdpa" and (softcap is not None or probs is not None):
+            return math_attention(query, key, value, attention_mask, scaling, softcap, probs)
+        # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
+        if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
+            return one_row_attention(query, key, value, attention_mask, scaling)
+        if base_name == "sdpa":  # a chunk over a cache on the CPU: old keys unmasked, new ones causal
+            out = split_causal(query, key, value, attention_mask, query.shape[-1] ** -0.5 if scaling is None else scaling)
+            if out is not None:
+                return out, None
+        return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+    return infinipot_attention
+
+
+def register_attention(base_name: str = "sdpa") -> str:
+    """Register the capturing wrapper around `base_name` (sdpa / flash_attention_2); returns its name."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    # The name must not contain "sdpa"/"flash": transformers would then apply its per-architecture SDPA/FA
+    # checks (Gemma 2 refuses SDPA because of soft-capping, which the wrapper handles itself).
+    name = {"sdpa": "infinipot", "flash_attention_2": "infinipot_fa2"}.get(base_name, f"infinipot_{base_name}")
+    AttentionInterface.register(name, _make_wrapper(base_name))
+    # Without a mask function registered under the same name the causal mask silently becomes None.
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[base_name])
+    return name

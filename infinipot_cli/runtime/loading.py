@@ -373,7 +373,7 @@ def load_model(name: str | None = None, device: str | None = None, dtype: str | 
     load_tokenizer already loaded)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..pot.scoring.capture import register_attention
+    from .attention import register_attention
 
     t0 = time.perf_counter()
     decode = switch.decode_mode()  # $INFINIPOT_DECODE checked before anything loads

@@ -6,9 +6,10 @@ queries give it, summed over the CaP rows and over the query heads of h's GQA gr
     u~[l, h, t] = sum_{i in CaP rows} sum_{q in group(h)} softmax(q_i . K^T * scale + mask)[t]
 
 The main attention keeps running through SDPA (or FlashAttention on CUDA), which never exposes weights;
-this module wraps that function and computes only the CaP rows itself, from the same post-RoPE queries
-and keys the model attends with (paper, Appendix B, footnote 10). The same wrapper also serves two
-baselines: H2O (column sums of *all* query rows, accumulated) and TOVA (the last query row only).
+the runtime's wrapper around that function (runtime/attention.py) hands this module the queries and keys, and it
+computes only the CaP rows itself, from the same post-RoPE queries and keys the model attends with (paper, Appendix
+B, footnote 10). The same capture also serves two baselines: H2O (column sums of *all* query rows, accumulated)
+and TOVA (the last query row only).
 
 Question relevance (beyond the paper; docs/design.md). A CaP-Q catalyst is a fixed template ("(End of the
 document.) Answer the question using the document above. Question:") followed by the user's question. When
@@ -22,7 +23,9 @@ is specific to the question. Measured on the built-in model (84 distillations, n
 the needle's sentence ranked first among ~120 sentence segments in the median case (the plain CaP sum:
 44 candidate tokens ahead of it, up to 165).
 
-Register once with :func:`register_attention`; select the rows to capture with :func:`capture`.
+The wrapper is the runtime's (runtime/attention.py, :func:`~infinipot_cli.runtime.attention.register_attention`,
+which model loading registers); it hands every layer's queries and keys to :func:`record` while a :func:`capture`
+block is open, which selects the rows to capture.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ...runtime.devices import Clock
-from ...runtime.attention import grouped_probs, math_attention, one_row_attention, rows_mask, split_causal
+from ...runtime.attention import grouped_probs, rows_mask, tapped
 
 _BLOCK_ROWS = 256  # query rows per block when accumulating all rows (H2O), bounds the (G*rows, S) temp
 
@@ -82,14 +85,15 @@ def capture(rows: int = 0, all_rows: bool = False, focus: tuple[int, int] | None
     prev, _ACTIVE = _ACTIVE, Capture(rows=rows, all_rows=all_rows, focus=valid_focus(focus, rows),
                                      from_layer=from_layer, clock=Clock(device))
     try:
-        yield _ACTIVE
+        with tapped(record):
+            yield _ACTIVE
     finally:
         _ACTIVE = prev
 
 
 def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None,
            scaling: float | None, softcap: float | None) -> torch.Tensor | None:
-    """Compute the captured rows for this layer (called by the attention wrapper). Returns their probabilities
+    """Compute the captured rows for this layer (the attention wrapper's tap, runtime/attention.py). Returns their probabilities
     (B, Hkv, G, R, S) float32 when they are all the query rows (a catalyst forwarded alone: the final
     distillation), so the wrapper can take the attention output from them instead of computing it again."""
     cap = _ACTIVE
@@ -121,42 +125,3 @@ def record(module, query: torch.Tensor, key: torch.Tensor, attention_mask: torch
                 cap.relevance[module.layer_idx] = rel.sum(2)[0]  # (Hkv, S)
     cap.spans.append(cap.clock.span(t0))
     return p if p is not None and p.shape[3] == q_len else None
-
-
-def _make_wrapper(base_name: str):
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
-    base = ALL_ATTENTION_FUNCTIONS[base_name]
-
-    def infinipot_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-        # query: (B, Hq, Q, D) post-RoPE; key/value: (B, Hkv, S, D) — the whole pot plus this chunk.
-        softcap = kwargs.get("softcap")
-        probs = record(module, query, key, attention_mask, scaling, softcap)
-        # every query row was captured (the final distillation's catalyst): attend with those probabilities
-        # rather than a second time; SDPA's masks are materialized, so they were the exact ones
-        if base_name == "sdpa" and (softcap is not None or probs is not None):
-            return math_attention(query, key, value, attention_mask, scaling, softcap, probs)
-        # one query row on the CPU (decoding): CPU SDPA is 4-5x slower there (docs/design.md)
-        if base_name == "sdpa" and query.shape[2] == 1 and query.device.type == "cpu":
-            return one_row_attention(query, key, value, attention_mask, scaling)
-        if base_name == "sdpa":  # a chunk over a cache on the CPU: old keys unmasked, new ones causal
-            out = split_causal(query, key, value, attention_mask, query.shape[-1] ** -0.5 if scaling is None else scaling)
-            if out is not None:
-                return out, None
-        return base(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
-
-    return infinipot_attention
-
-
-def register_attention(base_name: str = "sdpa") -> str:
-    """Register the capturing wrapper around `base_name` (sdpa / flash_attention_2); returns its name."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-
-    # The name must not contain "sdpa"/"flash": transformers would then apply its per-architecture SDPA/FA
-    # checks (Gemma 2 refuses SDPA because of soft-capping, which the wrapper handles itself).
-    name = {"sdpa": "infinipot", "flash_attention_2": "infinipot_fa2"}.get(base_name, f"infinipot_{base_name}")
-    AttentionInterface.register(name, _make_wrapper(base_name))
-    # Without a mask function registered under the same name the causal mask silently becomes None.
-    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[base_name])
-    return name
