@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 
-from .stopping import Stopper, _CLOSERS
+from .stopping import CLOSERS, Stopper
 
 GRACE = 48  # tokens a summary may run past its budget to finish its sentence
 
-_TERM = re.compile(r"([.!?\u2026]+)([" + re.escape(_CLOSERS) + r"]*)(?=\s|$)")
+_TERM = re.compile(r"([.!?\u2026]+)([" + re.escape(CLOSERS) + r"]*)(?=\s|$)")
 _ITEM_LINE = re.compile(r"^[ \t]*(?:[-*\u2022]|\d+[.)])[ \t]+\S.*$", re.MULTILINE)
 
 

@@ -41,9 +41,9 @@ ABBREVIATIONS = {
 _ABBREV_BEFORE_DIGIT_ONLY = {"no", "nos", "op", "vol", "p", "pp", "ch", "sec", "fig"}
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CLOSERS = "\"')]}\u201d\u2019\u00bb"
+CLOSERS = "\"')]}\u201d\u2019\u00bb"
 # a terminator, optional closers, then whitespace (captured) and maybe the next character
-_END = re.compile(r"([.!?\u2026]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)(\S?)")
+_END = re.compile(r"([.!?\u2026]+)([" + re.escape(CLOSERS) + r"]*)(\s+)(\S?)")
 # a loop of a short unit made only of punctuation/whitespace at the end of the text: "\n\n\n", ". . . ."
 _PUNCT_LOOP = re.compile(r"((?:[^\w]{1,6}?))\1{5,}$", re.UNICODE)
 # a list item line: its marker, then its text (up to the line end, which must have come)
