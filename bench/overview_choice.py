@@ -45,7 +45,7 @@ _CONTENT = re.compile(r"[a-z][a-z'-]{3,}")
 
 
 def content_words(text: str) -> set[str]:
-    from infinipot_cli.archive import STOPWORDS
+    from infinipot_cli.pot.archive import STOPWORDS
 
     return {w for w in _CONTENT.findall(text.lower()) if w not in STOPWORDS}
 
@@ -76,8 +76,8 @@ def shortened(summary, tokenizer, document: str):
     after SHORT tokens, then checked again."""
     import dataclasses
 
-    from infinipot_cli.endings import sentence_ends
-    from infinipot_cli.summary import SupportedSentences
+    from infinipot_cli.answer.endings import sentence_ends
+    from infinipot_cli.answer.summary import SupportedSentences
 
     written = summary.written
     ids = tokenizer.encode(written, add_special_tokens=False)
@@ -122,14 +122,14 @@ def main(argv: list[str]) -> None:
     if not (a.corpus and a.docs and a.out):
         ap.error("--corpus, --docs and --out are needed to run")
 
-    from infinipot_cli.config import SUMMARY_SPREAD, PotConfig
+    from infinipot_cli.pot.config import SUMMARY_SPREAD, PotConfig
     from infinipot_cli.documents import open_source
     from infinipot_cli.evaluate.summary import load_corpus
-    from infinipot_cli.honesty import document_text
-    from infinipot_cli.model import load_model
+    from infinipot_cli.answer.honesty import document_text
+    from infinipot_cli.runtime.loading import load_model
     from infinipot_cli.session import Session
-    from infinipot_cli.summary import write_summary
-    from infinipot_cli.threads import configure
+    from infinipot_cli.answer.summary import write_summary
+    from infinipot_cli.runtime.threads import configure
 
     configure(a.threads)
     lm = load_model(None)

@@ -7,7 +7,7 @@
     s.save("book.pot")                                                            # a pot file, atomically
 
 `run(job)` is that life for a reading command (`ask`, `summarize`, `read`, `chat`), from a validated `Job`
-(cli.py parses the command line into one); `bench needle` and `bench speed` (evaluate/) drive the same steps
+(cli/commands.py parses the command line into one); `bench needle` and `bench speed` (evaluate/) drive the same steps
 with their haystacks and timers, `bench qa` and `bench summary` with the corpus's documents. The engine
 (engine.py) does the reading, distilling and answering underneath.
 """
@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .engine import Engine
+from .pot.engine import Engine
 from .errors import UsageError
-from .prompts import Prompts
-from . import reader
-from .reader import SourceRecord
-from .stopping import Stopper, StopStream
+from .pot.prompts import Prompts
+from .pot import reader
+from .pot.reader import SourceRecord
+from .answer.stopping import Stopper, StopStream
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Session:
     def resume(cls, lm, path: str, on_event=None, checked: tuple | None = None) -> "Session":
         """The pot saved in `path` (checked to be this model's; `checked`: potfile.check_pot's result, when the
         file was already checked), with the records of the sources it read."""
-        from .potfile import load_pot
+        from .pot.potfile import load_pot
 
         engine, meta = load_pot(path, lm.model, lm.tokenizer, expect_model_name=lm.name, on_event=on_event,
                                 checked=checked)
@@ -150,7 +150,7 @@ class Session:
         ends at its first sentence or a loop (else exactly `max_new_tokens`, for timing); `guard`: decoded
         without repeating itself (repetition.py); `grounded`: with its evidence, and a written answer naming
         what the document does not contain withheld (grounding.py)."""
-        from .controls import answer_controls
+        from .answer.controls import answer_controls
 
         prompt, focus = self.prompts.ask(question, answer_prefix)
         c = answer_controls("ask", self.lm.tokenizer, max_new_tokens, prefix=answer_prefix)
@@ -161,7 +161,7 @@ class Session:
         t0 = time.perf_counter()
         reply = None
         if not from_pot and self.from_document():
-            from .answering import answer as reply_to
+            from .answer.answering import answer as reply_to
 
             def write(src, ids) -> str:
                 return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
@@ -185,7 +185,7 @@ class Session:
             unsupported = found = None
         ans.seconds = time.perf_counter() - t0
         if grounded:
-            from .grounding import ground
+            from .answer.grounding import ground
 
             g = ground(self.engine, prompt, question, written, self._sources(), how=ans.how, shown=ans.text,
                        unsupported=unsupported, evidence=found)
@@ -207,8 +207,8 @@ class Session:
         """Key points and, with `overview`, the model's overview of what the pot holds (summary.py), streamed to
         `on_text` as they form. `overview` None: an overview with any model but the built-in one (whose overview
         added a part the key points missed on one document of six, docs/results/summary.md)."""
-        from .model import BUILTIN_NAME
-        from .summary import write_summary
+        from .runtime.loading import BUILTIN_NAME
+        from .answer.summary import write_summary
 
         if overview is None:
             overview = self.lm.name != BUILTIN_NAME
@@ -226,7 +226,7 @@ class Session:
     def save(self, path: str | os.PathLike, sources: list[str] | tuple = (), force: bool = False) -> int:
         """Write the pot to `path` atomically (never over one of the `sources` being read, nor over a file that is
         not a pot unless `force`); returns its size in bytes."""
-        from .potfile import save_pot
+        from .pot.potfile import save_pot
 
         return save_pot(path, self.engine, self.meta(), sources=sources, force=force)
 
@@ -238,7 +238,7 @@ class Session:
 # ---- a reading command, from its validated options to its result -----------------------------------------
 @dataclass
 class Job:
-    """One reading command, validated (cli.py builds it): what to read, what to answer, where to save."""
+    """One reading command, validated (cli/commands.py builds it): what to read, what to answer, where to save."""
 
     kind: str                                  # "ask" | "summarize" | "read" | "chat"
     sources: list[str] = field(default_factory=list)
@@ -266,7 +266,7 @@ class Job:
         if self.sources.count("-") > 1:
             raise UsageError("stdin ('-') can be read only once")
         if self.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
-            from .potfile import check_save_target
+            from .pot.potfile import check_save_target
 
             check_save_target(self.save_pot, self.sources, self.force)
 
@@ -293,7 +293,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
     then nothing is read), read, store it in the cache, save, answer (streamed to `on_text`, then a line end);
     `display` (display.Display) shows progress and warnings on stderr."""
     from .documents import open_source
-    from .pot_cache import PotCache, off_json
+    from .pot.pot_cache import PotCache, off_json
     from .units import fmt_bytes
 
     job.check()
@@ -302,7 +302,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
     opened = [open_source(p, job.format, notice=job.notice) for p in job.sources]
     checked = None
     if job.load_pot:
-        from .potfile import check_pot
+        from .pot.potfile import check_pot
 
         checked = check_pot(job.load_pot)
     t_start = time.perf_counter()
@@ -312,7 +312,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
         if job.load_pot:
             session = Session.resume(lm, job.load_pot, on_event=display.on_event, checked=checked)
             if job.kind in ("ask", "chat"):
-                from .potfile import question_mismatch
+                from .pot.potfile import question_mismatch
 
                 mismatch = question_mismatch(session.loaded, job.question or "")
                 if mismatch:
@@ -334,7 +334,7 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
         def save_partial() -> None:
             """Checkpoint an interrupted read: never over an existing file (a finished pot, or anything else)."""
             from .interrupts import deferred_interrupt
-            from .potfile import partial_target
+            from .pot.potfile import partial_target
 
             if session.engine.tokens_read <= read_before:
                 display.message("interrupted before anything was read: no pot saved", always=True)
@@ -378,9 +378,9 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
 
 def _load_model(job: Job, display, checked: tuple | None):
     """The tokenizer first, so the checks that count tokens fail before the weights load; then the model."""
-    from .config import PotConfig
-    from .model import dtype_warning, load_model, load_tokenizer
-    from .threads import configure
+    from .pot.config import PotConfig
+    from .runtime.loading import dtype_warning, load_model, load_tokenizer
+    from .runtime.threads import configure
 
     def told(message: str) -> None:  # what resolving the model says, e.g. that it converts it once
         display.message(message)
@@ -392,8 +392,8 @@ def _load_model(job: Job, display, checked: tuple | None):
     display.set_step("loading the tokenizer")
     tok, window = load_tokenizer(job.model, progress=told)
     if checked:  # a pot made by another model is refused before this one's weights load
-        from .model import config_fingerprint
-        from .potfile import check_made_by
+        from .runtime.loading import config_fingerprint
+        from .pot.potfile import check_made_by
 
         early = config_fingerprint(job.model, tok)
         if early is not None:
@@ -418,8 +418,8 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
     """Before the model loads: what the pot keeps must exceed the pinned header, the catalyst must leave the pot
     room to read, and the question must fit the model's window beside the pot. A too-long question is named as
     the problem (a loaded pot's size is fixed)."""
-    from .config import check_catalyst_room
-    from .scoring.policies import make_policy
+    from .pot.config import check_catalyst_room
+    from .pot.scoring.policies import make_policy
 
     if cfg.bounded and header_len:
         if header_len >= cfg.keep:
@@ -437,7 +437,7 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
 def _check_answer_room(job: Job, cfg, prompts: Prompts, tok, pinned: int) -> None:
     """Before the model loads: the answer's prompt and --max-new-tokens must fit the pot beside its pinned header
     (the engine's own check, Engine._final_target, would refuse them only after the read)."""
-    from .controls import answer_controls
+    from .answer.controls import answer_controls
 
     if job.kind not in ("ask", "summarize", "chat") or not cfg.bounded:
         return

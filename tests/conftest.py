@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def builtin():
     """The built-in model (SmolLM2-135M-Instruct), converted once into the user cache, loaded once per session."""
-    from infinipot_cli.model import load_model
+    from infinipot_cli.runtime.loading import load_model
 
     return load_model(None)
 
@@ -47,7 +47,7 @@ def builtin_tok():
     """The built-in model's tokenizer alone (no weights loaded); skips when the model package is absent."""
     from transformers import AutoTokenizer
 
-    from infinipot_cli.model import builtin_model_path
+    from infinipot_cli.runtime.loading import builtin_model_path
 
     try:
         path = builtin_model_path()

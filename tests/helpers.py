@@ -11,8 +11,8 @@ from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 from transformers import DynamicCache
 
-from infinipot_cli.engine import Engine
-from infinipot_cli.model import with_cache
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.runtime.loading import with_cache
 from tiny_models import VOCAB, make_model
 
 # ---- the command line ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Answering from the document's passages (answering.py, retrieve.py): the model's answer checked against them."""
 
 
-from infinipot_cli import answering, retrieve
+from infinipot_cli.answer import answering, retrieve
 
 
 def found(texts, top, score=1.0):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infinipot_cli.archive import Archive
-from infinipot_cli.engine import Engine, PotConfig
-from infinipot_cli.potfile import load_pot, save_pot
-from infinipot_cli.prompts import Prompts
+from infinipot_cli.pot.archive import Archive
+from infinipot_cli.pot.engine import Engine, PotConfig
+from infinipot_cli.pot.potfile import load_pot, save_pot
+from infinipot_cli.pot.prompts import Prompts
 
 FILLER = ("The gardener waters the tomato seedlings in the sheltered greenhouse. "
           "A retired physicist sketches the faint galaxy from the hilltop observatory. "
@@ -27,7 +27,7 @@ def tok(builtin_tok):
 def model(tok):
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from infinipot_cli.scoring.cap import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -88,7 +88,7 @@ def test_archive_is_saved_and_loaded_with_the_pot(model, tok, tmp_path):
 def test_recall_ranks_the_sentence_with_the_questions_words_first(tok):
     a = Archive(max_segment=48)
     ids = _doc(tok, copies=4, fact_at=2)
-    from infinipot_cli.scoring.segments import BoundaryTable, unit_starts
+    from infinipot_cli.pot.scoring.segments import BoundaryTable, unit_starts
 
     src = torch.arange(len(ids))
     a.add(src, torch.tensor(ids), unit_starts(src[None], torch.tensor([ids]), BoundaryTable(tok))[0])
@@ -135,7 +135,7 @@ def test_ask_from_a_loaded_pot_never_opens_the_source(tmp_path, builtin):
 
     from typer.testing import CliRunner
 
-    from infinipot_cli.cli import app
+    from infinipot_cli.app import app
 
     doc = tmp_path / "doc.txt"
     doc.write_text(FILLER * 3 + FACT + FILLER * 12)

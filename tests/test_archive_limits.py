@@ -10,8 +10,8 @@ import zipfile
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli import model as model_mod
-from infinipot_cli.cli import app
+from infinipot_cli.runtime import loading as model_mod
+from infinipot_cli.app import app
 from infinipot_cli.documents import open_source, ziplimits
 from infinipot_cli.errors import InputError
 

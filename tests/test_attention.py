@@ -1,4 +1,4 @@
-"""A chunk's CPU attention split at the cache boundary (infinipot_cli/attention.py): the same output as
+"""A chunk's CPU attention split at the cache boundary (infinipot_cli/runtime/attention.py): the same output as
 masked attention, used only for a long chunk under the plain causal mask over a cache, and a model's reads
 unchanged by it."""
 
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
-from infinipot_cli.attention import split_causal
+from infinipot_cli.runtime.attention import split_causal
 from tiny_models import ARCHS, make_model
 
 T, P, HQ, HKV, D = 512, 80, 6, 2, 16

@@ -132,7 +132,7 @@ def test_bench_needle_custom_needle_and_bad_options(tmp_path):
 def test_bench_takes_the_pot_knobs_of_the_reading_commands():
     """The bench's pot options are config.py's knobs: the same flags, defaults and meaning as `infinipot ask`
     (--keep defaults to half the pot), passed on to the speed worker only when given."""
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.evaluate.needle import NeedleConfig
     from infinipot_cli.evaluate.speed import SpeedConfig, worker_command
 
@@ -155,7 +155,7 @@ def _weights_mib(dtype: str) -> float:
     import torch
     from safetensors import safe_open
 
-    from infinipot_cli.model import builtin_model_path
+    from infinipot_cli.runtime.loading import builtin_model_path
 
     with safe_open(str(Path(builtin_model_path()) / "model.safetensors"), "pt") as f:
         n = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
@@ -187,7 +187,7 @@ def test_bench_speed(tmp_path):
             assert weights <= x["read_rss_mb"] <= x["peak_rss_mb"]
         assert x["kv_peak_bytes"] == x["peak_entries"] * x["kv_per_token"]
     assert runs["infinipot"]["cycles"] >= 1 and runs["infinipot"]["timings"]["nuc"] > 0
-    # the display share is measured when infinipot_cli.display exists, else recorded as 0 with a note
+    # the display share is measured when infinipot_cli.cli.display exists, else recorded as 0 with a note
     assert runs["infinipot"]["timings"]["display"] > 0 or "display" in runs["infinipot"]["note"]
     # plain: the engine's own schedule, cropping where it would distill, with no NuC and no scoring
     assert runs["plain"]["timings"]["nuc"] == 0 and runs["plain"]["timings"]["cap"] == 0
@@ -333,7 +333,7 @@ def test_prefill_estimate_on_the_cpu_counts_the_attention_map(tiny_synthetic):
 
 
 def test_device_helpers_are_no_ops_on_the_cpu():
-    from infinipot_cli.devices import free_bytes, peak_mb, reset_peak, sync
+    from infinipot_cli.runtime.devices import free_bytes, peak_mb, reset_peak, sync
 
     for dev in ("cpu", None):
         sync(dev)
@@ -357,7 +357,7 @@ def test_cuda_speed_records_gpu_peak_and_prefill_runs():
 
 @cuda
 def test_cuda_load_model_goes_straight_to_the_device():
-    from infinipot_cli.model import load_model
+    from infinipot_cli.runtime.loading import load_model
 
     lm = load_model(None, "cuda", "bfloat16")
     assert all(p.device.type == "cuda" for p in lm.model.parameters())

@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from infinipot_cli.cli import app
+from infinipot_cli.app import app
 from infinipot_cli.evaluate.summary import _cut, load_corpus, markdown_table
 from infinipot_cli.evaluate.summary_metrics import coverage, degeneration, measure, unsupported
 
@@ -74,7 +74,7 @@ def test_bad_corpus_is_a_usage_error(tmp_path):
 def _lm(tok, name):
     import torch
 
-    from infinipot_cli.model import LoadedModel
+    from infinipot_cli.runtime.loading import LoadedModel
     from tiny_models import make_model_for
 
     return LoadedModel(model=make_model_for(tok), tokenizer=tok, name=name, path="", device=torch.device("cpu"),
@@ -98,13 +98,13 @@ def test_the_bench_row_is_what_summarize_prints(builtin_tok, tmp_path, monkeypat
     import io
 
     from infinipot_cli import session as session_mod
-    from infinipot_cli.config import SUMMARY_SPREAD, PotConfig
-    from infinipot_cli.display import Display
+    from infinipot_cli.pot.config import SUMMARY_SPREAD, PotConfig
+    from infinipot_cli.cli.display import Display
     from infinipot_cli.evaluate.summary import SummaryBenchConfig, document_pieces, run_one
-    from infinipot_cli.model import BUILTIN_NAME
-    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.runtime.loading import BUILTIN_NAME
+    from infinipot_cli.pot.prompts import Prompts
 
-    from infinipot_cli import summary as summary_mod
+    from infinipot_cli.answer import summary as summary_mod
 
     wrote = []  # the overview setting of each summary written
     real = summary_mod.write_summary

@@ -13,9 +13,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.chat import ChatSession
-from infinipot_cli.cli import app
-from infinipot_cli.config import PotConfig
+from infinipot_cli.cli.chat import ChatSession
+from infinipot_cli.app import app
+from infinipot_cli.pot.config import PotConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
@@ -162,7 +162,7 @@ def test_pty_session_answers_and_leaves_on_ctrl_d(story_pot):
     assert expected
     master, slave = pty.openpty()
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), "TERM": "dumb"}
-    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "chat", "--load-pot", story_pot, "-q"] + ANSWER,
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli", "chat", "--load-pot", story_pot, "-q"] + ANSWER,
                          stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, close_fds=True)
     os.close(slave)
     try:

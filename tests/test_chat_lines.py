@@ -7,7 +7,7 @@ import io
 import json
 from types import SimpleNamespace
 
-from infinipot_cli.chat import ChatSession
+from infinipot_cli.cli.chat import ChatSession
 from infinipot_cli.errors import InfinipotError
 
 

@@ -11,10 +11,10 @@ import stat
 import pytest
 import torch
 
-from infinipot_cli import potfile
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.pot import potfile
+from infinipot_cli.pot.engine import Engine, PotConfig
 from infinipot_cli.errors import InfinipotError, UsageError
-from infinipot_cli.potfile import check_save_target, load_pot, read_meta, save_pot
+from infinipot_cli.pot.potfile import check_save_target, load_pot, read_meta, save_pot
 
 from tiny_models import VOCAB, make_model
 
@@ -208,7 +208,7 @@ def test_disk_full_says_so(tmp_path, model, monkeypatch):
 def test_cli_checks_the_target_before_reading(tmp_path):
     from typer.testing import CliRunner
 
-    from infinipot_cli.cli import app
+    from infinipot_cli.app import app
 
     doc = tmp_path / "d.txt"
     doc.write_text("Some text.\n")
@@ -234,7 +234,7 @@ def test_fp32_kv_is_stored_as_bf16_and_old_pots_load(tmp_path, model):
             assert b.keys.dtype == torch.float32
             assert torch.allclose(a.keys, b.keys, rtol=tol, atol=tol) and torch.allclose(a.values, b.values, rtol=tol, atol=tol)
         assert torch.equal(eng.pot.tok, eng2.pot.tok)
-    from infinipot_cli.pot_report import inspect_pot
+    from infinipot_cli.cli.pot_report import inspect_pot
 
     info = inspect_pot(small)
     assert info["file_bytes"] == n_small and info["kv_dtype"] == "bfloat16"

@@ -8,11 +8,11 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.cli import app
+from infinipot_cli.app import app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_docs")
-CLI = [sys.executable, "-m", "infinipot_cli.cli"]
+CLI = [sys.executable, "-m", "infinipot_cli"]
 FAST = ["--pot-size", "512", "--keep", "256", "--max-new-tokens", "24", "-q"]
 
 
@@ -46,7 +46,7 @@ STORY = os.path.join(SAMPLES, "lighthouse.txt")
     (["ask", "--load-pot", STORY, "q"], "not an infinipot pot file"),  # checked before the model loads
 ])
 def test_usage_errors_exit_2(args, says, monkeypatch):
-    import infinipot_cli.model as model_mod
+    import infinipot_cli.runtime.loading as model_mod
 
     def no_model(*a, **k):
         raise AssertionError("the model must not be loaded for a usage error")
@@ -60,7 +60,7 @@ def test_usage_errors_exit_2(args, says, monkeypatch):
 
 
 def test_a_file_with_piped_stdin_is_ambiguous(monkeypatch):
-    monkeypatch.setattr("infinipot_cli.cli._stdin_piped", lambda: True)
+    monkeypatch.setattr("infinipot_cli.cli.commands._stdin_piped", lambda: True)
     r = invoke(["ask", STORY, "-q"], input="What was the cat called?")
     assert r.exit_code == 2 and "piped on stdin" in r.stderr
 
@@ -141,7 +141,7 @@ def test_stdin_and_multiple_inputs(builtin, monkeypatch):
     assert [s["path"] for s in out["sources"]][0] == "-"
     assert len(out["sources"]) == 2 and out["tokens_read"] == sum(s["tokens"] for s in out["sources"])
     # piped stdin without a SOURCE argument
-    monkeypatch.setattr("infinipot_cli.cli._stdin_piped", lambda: True)
+    monkeypatch.setattr("infinipot_cli.cli.commands._stdin_piped", lambda: True)
     r2 = invoke(["summarize", "--json", "--max-new-tokens", "8", "-q"], input="A short note about the harbour. " * 40)
     assert r2.exit_code == 0, r2.stderr
     assert json.loads(r2.stdout)["sources"][0]["path"] == "-"
@@ -162,6 +162,6 @@ def test_baseline_methods_run(builtin, method):
 def test_dev_null_on_stdin_is_not_piped_text():
     """`infinipot ask FILE </dev/null`: the question is missing, not "text is piped on stdin"."""
     with open(os.devnull, "rb") as null:
-        p = subprocess.run([sys.executable, "-m", "infinipot_cli.cli", "ask", STORY], stdin=null,
+        p = subprocess.run([sys.executable, "-m", "infinipot_cli", "ask", STORY], stdin=null,
                            capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "missing QUESTION" in p.stderr, p.stderr

@@ -7,9 +7,9 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli import engine as engine_mod
-from infinipot_cli import model as model_mod
-from infinipot_cli.cli import app
+from infinipot_cli.pot import engine as engine_mod
+from infinipot_cli.runtime import loading as model_mod
+from infinipot_cli.app import app
 from helpers import one_line
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")

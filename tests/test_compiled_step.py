@@ -1,4 +1,4 @@
-"""The decode step compiled ahead of time (infinipot_cli/compiled_step.py): built from the step's own arithmetic for
+"""The decode step compiled ahead of time (infinipot_cli/runtime/compiled_step.py): built from the step's own arithmetic for
 tiny Llama, Qwen2 (q/k/v biases), Qwen3 (q/k norms) and Gemma 3 (four norms, sliding windows) models, it gives the
 eager step's logits and cache rows bit for bit across a cache that grows, and its greedy answers; so does a bf16
 model whose attention products go through the verified kernels; Gemma 2 stays eager; a damaged library is not
@@ -11,8 +11,8 @@ import shutil
 import pytest
 import torch
 
-from infinipot_cli import compiled_step, decode_step
-from infinipot_cli.decode import AnswerCache, answer_room, generate
+from infinipot_cli.runtime import compiled_step, decode_step
+from infinipot_cli.runtime.generate import AnswerCache, answer_room, generate
 from helpers import PROMPT, doc_ids, forward_cache, perturbed_model
 
 needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
@@ -58,7 +58,7 @@ def test_a_bf16_layer_library_with_the_attention_kernels_gives_the_eager_steps_b
     check; odd and even capacities, across the values' block change at 512 rows."""
     import transformers as tf
 
-    from infinipot_cli import exact_ops
+    from infinipot_cli.runtime import exact_ops
     from tiny_models import _common
 
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path))

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from infinipot_cli.cli import READING_OPTIONS, Options, _options, pot_config
-from infinipot_cli.config import PAPER_OPTIONS, PotConfig, cli_knobs, spec_options, split_method_spec
+from infinipot_cli.cli.commands import READING_OPTIONS, Options, _options, pot_config
+from infinipot_cli.pot.config import PAPER_OPTIONS, PotConfig, cli_knobs, spec_options, split_method_spec
 from infinipot_cli.errors import UsageError
 
 
@@ -63,7 +63,7 @@ def test_cli_flags_override_the_preset_and_are_refused_with_a_loaded_pot(monkeyp
     assert pot_config(opts(method="infinipot-paper")).reencode is False
     assert pot_config(opts(method="infinipot-paper+reencode=on")).reencode is True
     saved = PotConfig().validate().as_dict()  # a pot read with the defaults
-    monkeypatch.setattr("infinipot_cli.potfile.read_meta", lambda path: {"config": saved})
+    monkeypatch.setattr("infinipot_cli.pot.potfile.read_meta", lambda path: {"config": saved})
     for kw in ({"size": 1024}, {"method": "streaming"}, {"keep": 100}):
         with pytest.raises(UsageError, match="cannot change a loaded pot"):
             opts(load_pot="x.pot", **kw)

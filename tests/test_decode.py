@@ -1,13 +1,13 @@
-"""The answer loop (infinipot_cli/decode.py): same tokens as the naive DynamicCache loop, the pot left as it was,
+"""The answer loop (infinipot_cli/runtime/generate.py): same tokens as the naive DynamicCache loop, the pot left as it was,
 streamed text equal to the whole decode; the CPU dtype and thread defaults."""
 
 import pytest
 import torch
 from transformers import DynamicCache
 
-from infinipot_cli.decode import AnswerCache, Detokenizer, generate
-from infinipot_cli.engine import PotConfig
-from infinipot_cli.model import with_cache
+from infinipot_cli.runtime.generate import AnswerCache, Detokenizer, generate
+from infinipot_cli.pot.engine import PotConfig
+from infinipot_cli.runtime.loading import with_cache
 from helpers import PROMPT, IdTok, doc_ids, run_engine
 from tiny_models import make_model
 
@@ -110,7 +110,7 @@ def test_detokenizer_streams_the_whole_decode_and_waits_for_whole_characters(tex
 def test_detokenizer_with_the_builtin_tokenizer():
     from transformers import AutoTokenizer
 
-    from infinipot_cli.model import builtin_model_path
+    from infinipot_cli.runtime.loading import builtin_model_path
 
     try:
         tok = AutoTokenizer.from_pretrained(str(builtin_model_path()))
@@ -124,7 +124,7 @@ def test_detokenizer_with_the_builtin_tokenizer():
 
 
 def test_dtype_auto_follows_native_bf16(monkeypatch):
-    from infinipot_cli.model import pick_dtype
+    from infinipot_cli.runtime.loading import pick_dtype
 
     cpu = torch.device("cpu")
     monkeypatch.setenv("INFINIPOT_CPU_BF16", "1")
@@ -136,7 +136,7 @@ def test_dtype_auto_follows_native_bf16(monkeypatch):
 
 
 def test_emulated_bf16_is_warned_about_only_when_asked_for(monkeypatch):
-    from infinipot_cli.model import dtype_warning
+    from infinipot_cli.runtime.loading import dtype_warning
 
     cpu = torch.device("cpu")
     monkeypatch.setenv("INFINIPOT_CPU_BF16", "0")
@@ -147,7 +147,7 @@ def test_emulated_bf16_is_warned_about_only_when_asked_for(monkeypatch):
 
 
 def test_threads_configure(monkeypatch):
-    from infinipot_cli.threads import configure
+    from infinipot_cli.runtime.threads import configure
 
     before = torch.get_num_threads()
     try:

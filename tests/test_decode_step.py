@@ -1,4 +1,4 @@
-"""One decoding step without transformers' module stack (infinipot_cli/decode_step.py): the model's logits and cache
+"""One decoding step without transformers' module stack (infinipot_cli/runtime/decode_step.py): the model's logits and cache
 rows for every tiny architecture (Llama, Llama 3 RoPE, Qwen2, Qwen3, Mistral, Phi-3, Gemma 2, Gemma 3), the same
 greedy answers as the model's forward (across a cache that grows and past sliding windows), an unsupported
 architecture left to the forward, and the 4-bit layers' joint products."""
@@ -7,9 +7,9 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from infinipot_cli import decode_step, q4
-from infinipot_cli.decode import AnswerCache, answer_room, generate
-from infinipot_cli.model import with_cache
+from infinipot_cli.runtime import decode_step, q4
+from infinipot_cli.runtime.generate import AnswerCache, answer_room, generate
+from infinipot_cli.runtime.loading import with_cache
 from helpers import PROMPT, doc_ids, forward_cache, perturbed_model
 from tiny_models import make_config
 
@@ -54,7 +54,7 @@ def test_past_a_sliding_window_the_step_masks_as_the_model_does():
     cfg.sliding_window = 100
     from transformers import AutoModelForCausalLM
 
-    from infinipot_cli.scoring.cap import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=register_attention("sdpa")).eval()

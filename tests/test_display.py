@@ -10,8 +10,8 @@ import pytest
 import torch
 from rich.console import Console
 
-from infinipot_cli.display import Display, as_sorted_positions, memory_strip, strip_chars
-from infinipot_cli.engine import Event
+from infinipot_cli.cli.display import Display, as_sorted_positions, memory_strip, strip_chars
+from infinipot_cli.pot.engine import Event
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
@@ -308,7 +308,7 @@ def test_rich_display_never_draws_from_the_reading_thread(monkeypatch):
 
 
 def test_pot_bar_segments():
-    from infinipot_cli.display import _segments
+    from infinipot_cli.cli.display import _segments
 
     assert _segments(2048, [40, 984, 476, 548], 40) == [1, 19, 9, 11]
     assert _segments(2048, [6, 0, 0, 2042], 40) == [1, 0, 0, 39]  # a tiny pinned header still shows
@@ -344,7 +344,7 @@ def test_cycle_count_is_the_same_in_the_progress_line_and_the_final_line():
 def test_reading_progress_from_the_source_gives_an_eta(tmp_path):
     from infinipot_cli.session import _Progress
     from infinipot_cli.documents import open_source
-    from infinipot_cli.reader import token_stream
+    from infinipot_cli.pot.reader import token_stream
 
     class CharTok:
         def encode(self, text, add_special_tokens=False):
@@ -368,7 +368,7 @@ def test_reading_progress_from_the_source_gives_an_eta(tmp_path):
 def test_gguf_conversion_progress_bar_is_silenced():
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    from infinipot_cli.model import _no_gguf_progress_bar
+    from infinipot_cli.runtime.loading import _no_gguf_progress_bar
 
     with _no_gguf_progress_bar():
         bar = gguf_utils.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...")
@@ -377,7 +377,7 @@ def test_gguf_conversion_progress_bar_is_silenced():
 
 
 def test_inspect_says_one_cycle_in_the_singular():
-    from infinipot_cli.pot_report import render_inspect
+    from infinipot_cli.cli.pot_report import render_inspect
 
     info = {"path": "p.pot", "file_bytes": 10, "config": {}, "catalyst": {}, "tokens_read": 10, "cycles": 1,
             "entries": 5, "n_pinned": 1, "layers": 1, "kv_heads": 1, "remembered": {"tokens": 1, "share": 0.1,

@@ -726,7 +726,7 @@ class _StubEngine:
 
 
 def test_text_provenance_carries_real_line_numbers(tmp_path):
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     p = tmp_path / "story.txt"
     p.write_text("".join(f"L{i:04d} the story goes on and on for a while.\n" for i in range(1, 401)))
@@ -741,7 +741,7 @@ def test_text_provenance_carries_real_line_numbers(tmp_path):
 
 
 def test_json_sources_list_the_pages_and_chapters_read(tmp_path):
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     pdf = tmp_path / "m.pdf"
     pdf.write_bytes(make_pdf([["Cover."], ["Setup text."], ["More setup."]], labels=[(0, 0, "/r", 1), (1, 2, "/D", 1)],

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from infinipot_cli.engine import Engine, PotConfig, split_method_spec
-from infinipot_cli.scoring import cap as cap_scores
-from infinipot_cli.scoring.nuc import lm_head_logits
-from infinipot_cli.config import METHODS, UNBOUNDED
-from infinipot_cli.model import with_cache
+from infinipot_cli.pot.engine import Engine, PotConfig, split_method_spec
+from infinipot_cli.pot.scoring import capture as cap_scores
+from infinipot_cli.pot.scoring.nuc import lm_head_logits
+from infinipot_cli.pot.config import METHODS, UNBOUNDED
+from infinipot_cli.runtime.loading import with_cache
 from helpers import CATALYST, HEADER, PROMPT, IdTok, doc_ids, run_engine
 from tiny_models import ARCHS, make_model
 
@@ -97,7 +97,7 @@ def test_rerotation_matches_fresh_keys(arch_model):
 def test_rerotation_unrotates_to_same_prerope_key(arch_model):
     """Un-rotating a kept key at its new position gives the pre-RoPE key that un-rotating the original at its
     old position gives (the convention itself is checked against the model in the test above)."""
-    from infinipot_cli.rope import apply_rotation
+    from infinipot_cli.pot.rope import apply_rotation
 
     arch, model = arch_model
     rr = Engine(model, None, PotConfig(size=64, keep=32)).pot.rerotator

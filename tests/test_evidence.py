@@ -5,8 +5,8 @@ import os
 import pytest
 import torch
 
-from infinipot_cli import evidence as ev
-from infinipot_cli import honesty
+from infinipot_cli.answer import evidence as ev
+from infinipot_cli.answer import honesty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
@@ -110,11 +110,11 @@ def test_refusals_are_recognised():
 
 # ---- the built-in model: both flows ------------------------------------------------------------------------
 def _read(lm, pot_size=512, keep=256):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     P = Prompts(lm.tokenizer)
     eng = Engine(lm.model, lm.tokenizer, PotConfig(size=pot_size, keep=keep).validate(),
@@ -128,8 +128,8 @@ def _read(lm, pot_size=512, keep=256):
 def test_evidence_of_an_answer_in_both_flows(builtin):
     """The evidence is at most three short passages of the document, each at the line it starts on; a pot
     saved and loaded back (what `ask --load-pot` reads) gives the same evidence."""
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.grounding import ground
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.answer.grounding import ground
 
     P, eng, sources = _read(builtin)
     assert eng.cycles >= 5 and len(eng.archive) > 0
@@ -158,7 +158,7 @@ def test_evidence_of_an_answer_in_both_flows(builtin):
 
 
 def test_an_invented_number_is_withheld(builtin):
-    from infinipot_cli.grounding import ground
+    from infinipot_cli.answer.grounding import ground
 
     P, eng, sources = _read(builtin)
     q = "How many steps does the tower have?"

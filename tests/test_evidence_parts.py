@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infinipot_cli import evidence as ev
-from infinipot_cli.config import PotConfig
+from infinipot_cli.answer import evidence as ev
+from infinipot_cli.pot.config import PotConfig
 from infinipot_cli.documents import open_source
-from infinipot_cli.engine import Engine
-from infinipot_cli.prompts import Prompts
-from infinipot_cli.reader import SourceRecord, read_source
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.pot.prompts import Prompts
+from infinipot_cli.pot.reader import SourceRecord, read_source
 from helpers import make_epub
 from tiny_models import make_model_for
 
@@ -123,7 +123,7 @@ def test_stdin_is_named_stdin():
 
 def test_key_points_stay_in_their_source(model, builtin_tok, tmp_path):
     """A key point is one source's sentence: the last sentence of one source and the first of the next are two."""
-    from infinipot_cli.keypoints import document_key_points
+    from infinipot_cli.answer.keypoints import document_key_points
 
     storm = "The storm broke on the third night and tore the roof from the net shed."
     p = tmp_path / "story.epub"

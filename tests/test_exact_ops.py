@@ -1,4 +1,4 @@
-"""PyTorch's reductions as operations a compiled library calls (infinipot_cli/exact_ops.py): eagerly they are
+"""PyTorch's reductions as operations a compiled library calls (infinipot_cli/runtime/exact_ops.py): eagerly they are
 PyTorch's own operations; the library builds with the system compiler; its attention kernels are checked against
 torch.bmm bit for bit, the outcome is recorded per shape and thread count, and only a passed check turns them on."""
 
@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from infinipot_cli import exact_ops
+from infinipot_cli.runtime import exact_ops
 
 needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
                                     reason="no C++ compiler to build the library")

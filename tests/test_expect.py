@@ -5,7 +5,7 @@ as read, the final narrowing and the answer are those of the catalyst forwarded 
 import pytest
 import torch
 
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.pot.engine import Engine, PotConfig
 from tiny_models import ARCHS, VOCAB, LetterTokenizer, make_model
 
 HEADER = [1, 2, 3, 4]

@@ -1,7 +1,7 @@
 """The final narrowing (final_keep) applies only to pots distilled while reading: a document that fits the pot
 whole is answered from all of it (measured in the README)."""
 
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.pot.engine import Engine, PotConfig
 from tiny_models import VOCAB, LetterTokenizer, make_model
 
 import torch

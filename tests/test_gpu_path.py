@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from infinipot_cli.devices import as_if_on_accelerator
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.runtime.devices import as_if_on_accelerator
+from infinipot_cli.pot.engine import Engine, PotConfig
 from tiny_models import VOCAB, make_model
 
 HEADER = list(range(3, 9))
@@ -132,7 +132,7 @@ def test_per_head_policies_keep_the_same_off_the_cpu(model, method):
 def test_sampled_novelty_reads_nothing_on_the_host_off_the_cpu(model):
     """NuC over a sample of the vocabulary (a head over NuC's budget) counts the chunk's own ids once each: off the
     CPU without `unique` (its size would be read on the host), the same values."""
-    from infinipot_cli.scoring.nuc import Sample
+    from infinipot_cli.pot.scoring.nuc import Sample
 
     w = model.lm_head.weight
     sample = Sample(w, 64)
@@ -180,10 +180,10 @@ def test_an_unbounded_pot_grows_its_buffer(model):
 def test_the_graphed_steps_arithmetic_is_the_eager_steps(model):
     """The CUDA graph's body takes the position from a tensor (RoPE tables indexed, masks compared, the row
     written at it): run eagerly on the CPU it gives the eager step's hidden state and cache, bit for bit."""
-    from infinipot_cli import decode_step
-    from infinipot_cli.answer_cache import AnswerCache
-    from infinipot_cli.graphed_step import GraphedStep
-    from infinipot_cli.model import with_cache
+    from infinipot_cli.runtime import decode_step
+    from infinipot_cli.runtime.answer_cache import AnswerCache
+    from infinipot_cli.runtime.graphed_step import GraphedStep
+    from infinipot_cli.runtime.loading import with_cache
 
     step = decode_step.DecodeStep(model)
     prompt = torch.tensor([_doc(37, seed=9)])
@@ -211,16 +211,16 @@ def test_the_graphed_steps_arithmetic_is_the_eager_steps(model):
 
 
 def test_graphs_are_off_the_cpu_and_on_request():
-    from infinipot_cli import graphed_step
+    from infinipot_cli.runtime import graphed_step
 
     assert not graphed_step.wanted(torch.device("cpu"))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_graph_answers_are_the_eager_steps():  # pragma: no cover - CUDA only
-    from infinipot_cli import decode_step
-    from infinipot_cli.decode import generate
-    from infinipot_cli.answer_cache import AnswerCache
+    from infinipot_cli.runtime import decode_step
+    from infinipot_cli.runtime.generate import generate
+    from infinipot_cli.runtime.answer_cache import AnswerCache
 
     model = make_model("llama3").cuda()
     prompt = _doc(40, seed=4)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.cli import app
-from infinipot_cli.config import PotConfig
-from infinipot_cli.engine import Engine
-from infinipot_cli.potfile import save_pot
+from infinipot_cli.app import app
+from infinipot_cli.pot.config import PotConfig
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.pot.potfile import save_pot
 from tiny_models import make_model_for
 
 LONG = "https://example.org/" + "a-very-long-path-segment/" * 6 + "notes.txt"

@@ -2,8 +2,8 @@
 document as read (keypoints.py), with where each came from; and an overview that names nothing the document
 lacks (summary.SupportedSentences)."""
 
-from infinipot_cli.outline import Part, from_labels, from_text, heading_of, label_section, merge, outline
-from infinipot_cli.summary import SupportedSentences
+from infinipot_cli.answer.outline import Part, from_labels, from_text, heading_of, label_section, merge, outline
+from infinipot_cli.answer.summary import SupportedSentences
 
 
 def test_heading_lines_of_plain_text():
@@ -90,12 +90,12 @@ BUGS
 
 
 def test_builtin_key_points_follow_the_man_pages_sections_with_exact_lines(builtin, tmp_path):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.keypoints import document_key_points
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.answer.keypoints import document_key_points
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     path = tmp_path / "frob.1.txt"
     path.write_text(MAN_PAGE * 3)  # ~700 tokens: the pot (256) evicts most of it into the archive
@@ -119,12 +119,12 @@ def test_builtin_key_points_follow_the_man_pages_sections_with_exact_lines(built
 
 
 def test_builtin_key_points_of_a_pdf_come_from_its_outline_with_pages(builtin):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.keypoints import document_key_points
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.answer.keypoints import document_key_points
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     P = Prompts(builtin.tokenizer)
     cat, focus = P.catalyst("general")

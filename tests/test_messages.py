@@ -12,12 +12,12 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli import model as model_mod
-from infinipot_cli.cli import app
-from infinipot_cli.display import Display
-from infinipot_cli.engine import Event
+from infinipot_cli.runtime import loading as model_mod
+from infinipot_cli.app import app
+from infinipot_cli.cli.display import Display
+from infinipot_cli.pot.engine import Event
 from infinipot_cli.errors import UsageError
-from infinipot_cli.potfile import check_save_target
+from infinipot_cli.pot.potfile import check_save_target
 from helpers import one_line
 
 STORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs", "lighthouse.txt")
@@ -82,10 +82,10 @@ def test_json_errors_are_one_object_on_stdout(tmp_path, no_model):
 
 
 def test_an_answer_budget_the_pot_cannot_hold_is_refused_before_the_model_loads(builtin_tok, tmp_path, no_model):
-    from infinipot_cli.config import PotConfig
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.potfile import save_pot
-    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.pot.potfile import save_pot
+    from infinipot_cli.pot.prompts import Prompts
     from tiny_models import make_model_for
 
     err = one_line(invoke(["ask", STORY, "Who is the keeper?", "--max-new-tokens", "100000", "-q"]))
@@ -133,7 +133,7 @@ def test_a_too_small_pot_fails_before_the_model_loads(no_model):
 
 
 def test_ask_with_the_question_forgotten_or_after_the_file(no_model, monkeypatch):
-    monkeypatch.setattr("infinipot_cli.cli._stdin_piped", lambda: False)
+    monkeypatch.setattr("infinipot_cli.cli.commands._stdin_piped", lambda: False)
     err = one_line(invoke(["ask", STORY]))
     assert "missing QUESTION" in err and STORY in err
     err = one_line(invoke(["ask", "What was the cat called?", STORY]))

@@ -11,10 +11,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from infinipot_cli import models as found
-from infinipot_cli.cli import app
+from infinipot_cli.runtime import catalogue as found
+from infinipot_cli.app import app
 from infinipot_cli.errors import ModelError
-from infinipot_cli.model import resolve_model_path, with_cache
+from infinipot_cli.runtime.loading import resolve_model_path, with_cache
 from tiny_models import VOCAB, make_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,7 +117,7 @@ def test_gguf_loadable_list_matches_transformers():
 def test_gguf_file_converts_once_and_keeps_the_weights(tiny_gguf, cache, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import infinipot_cli.model as M
+    import infinipot_cli.runtime.loading as M
 
     path, model = tiny_gguf
     said = []
@@ -276,7 +276,7 @@ def test_models_with_nothing_cached(cache):
 def _builtin_tok():
     from transformers import AutoTokenizer
 
-    from infinipot_cli.model import builtin_model_path
+    from infinipot_cli.runtime.loading import builtin_model_path
 
     return AutoTokenizer.from_pretrained(str(builtin_model_path()))
 
@@ -290,7 +290,7 @@ def plain_tok():
 
 
 def test_plain_frame_without_a_chat_template(plain_tok):
-    from infinipot_cli.prompts import CAP_G, Prompts, question_request
+    from infinipot_cli.pot.prompts import CAP_G, Prompts, question_request
 
     P = Prompts(plain_tok)
     dec = plain_tok.decode
@@ -310,7 +310,7 @@ def test_plain_frame_without_a_chat_template(plain_tok):
 
 
 def test_template_frame_unchanged(plain_tok):
-    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.pot.prompts import Prompts
 
     tok = _builtin_tok()
     P = Prompts(tok)
@@ -327,8 +327,8 @@ def test_sliding_layers_cap_rows_use_the_window_mask_over_a_distilled_pot():
     64 pot positions before each row), the full layer attends all of them, and the captured CaP scores match."""
     from transformers import DynamicCache
 
-    from infinipot_cli.engine import Engine, PotConfig
-    from infinipot_cli.scoring import cap as cap_scores
+    from infinipot_cli.pot.engine import Engine, PotConfig
+    from infinipot_cli.pot.scoring import capture as cap_scores
 
     model = make_model("gemma3")
     eager = make_model("gemma3", attn="eager")
@@ -370,7 +370,7 @@ GEMMA_DIR = found.converted_dir() / found.GEMMA3.folder
 def test_gemma3_270m_resolves_with_bos_and_the_plain_frame():
     from transformers import AutoTokenizer
 
-    from infinipot_cli.prompts import Prompts
+    from infinipot_cli.pot.prompts import Prompts
 
     name, folder = resolve_model_path("gemma3-270m")
     cfg = json.loads((folder / "config.json").read_text())
@@ -383,7 +383,7 @@ def test_gemma3_270m_resolves_with_bos_and_the_plain_frame():
 
 @pytest.mark.skipif(not found.package_installed(found.GEMMA3), reason="Gemma 3 270M not installed (make setup-gemma)")
 def test_gemma3_package_is_assembled_checked_and_handed_to_the_converter(cache, monkeypatch):
-    import infinipot_cli.model as M
+    import infinipot_cli.runtime.loading as M
 
     seen = {}
 
@@ -404,7 +404,7 @@ def test_gemma3_package_is_assembled_checked_and_handed_to_the_converter(cache, 
 
 
 def test_models_counts_parameters_once(tmp_path):
-    from infinipot_cli.models import Q4_SIDECAR, safetensors_params
+    from infinipot_cli.runtime.catalogue import Q4_SIDECAR, safetensors_params
 
     def write(name, shapes):
         header = {k: {"dtype": "F32", "shape": s, "data_offsets": [0, 0]} for k, s in shapes.items()}

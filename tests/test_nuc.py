@@ -5,7 +5,7 @@ rounding in a bf16 model (the target's logit in fp32)."""
 import pytest
 import torch
 
-from infinipot_cli.scoring import nuc
+from infinipot_cli.pot.scoring import nuc
 from tiny_models import ARCHS, VOCAB, make_model
 
 
@@ -45,7 +45,7 @@ def _big_vocab_model(vocab: int = 40000):
     """A tiny Llama whose head dwarfs its body, as Gemma 3 270M's 262K-row head does."""
     import transformers as tf
 
-    from infinipot_cli.scoring.cap import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     cfg = tf.LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -84,7 +84,7 @@ def test_a_sample_wide_enough_is_the_exact_log_sum_exp():
 
 
 def test_the_builtin_model_and_the_papers_method_stay_exact(builtin):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
 
     assert nuc.budget_rows(builtin.model) is None  # 49K rows: under the budget, never sampled
     assert PotConfig.resolve("infinipot").nuc_sample is True

@@ -7,11 +7,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from infinipot_cli import model as model_mod
-from infinipot_cli.cli import app
-from infinipot_cli.config import PotConfig
-from infinipot_cli.engine import Engine
-from infinipot_cli.potfile import save_pot
+from infinipot_cli.runtime import loading as model_mod
+from infinipot_cli.app import app
+from infinipot_cli.pot.config import PotConfig
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.pot.potfile import save_pot
 
 
 def _folder(tmp_path, tok, name, layers):

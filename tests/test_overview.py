@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infinipot_cli.summary import SupportedSentences, flaw
+from infinipot_cli.answer.summary import SupportedSentences, flaw
 
 DOC = "The parser is case sensitive. Comments begin with two dashes and end at the line's end."
 
@@ -59,7 +59,7 @@ def test_list_items_become_sentences():
 def _session(builtin_tok, name):
     from types import SimpleNamespace
 
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.session import Session
     from tiny_models import make_model_for
 
@@ -74,7 +74,7 @@ def _session(builtin_tok, name):
 
 
 def test_the_builtin_model_writes_no_overview_unless_asked(builtin_tok):
-    from infinipot_cli.model import BUILTIN_NAME
+    from infinipot_cli.runtime.loading import BUILTIN_NAME
 
     s, calls = _session(builtin_tok, BUILTIN_NAME)
     out = []
@@ -98,7 +98,7 @@ def test_the_overview_flag(monkeypatch, tmp_path, flag, expect):
     from typer.testing import CliRunner
 
     from infinipot_cli import session as session_mod
-    from infinipot_cli.cli import app
+    from infinipot_cli.app import app
 
     seen = []
 

@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-from infinipot_cli.engine import Engine, PotConfig
-from infinipot_cli.prompts import Prompts
+from infinipot_cli.pot.engine import Engine, PotConfig
+from infinipot_cli.pot.prompts import Prompts
 
 WORDS = ("the river ran past old stone walls while farmers talked about rain and markets and the long winter "
          "ahead of them").split()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infinipot_cli import outline as ol
+from infinipot_cli.answer import outline as ol
 from helpers import make_pdf
 
 ASN1_PAGE = ["2 ASN.1 structure handling", "The parser is case sensitive. Comments begin with two dashes.",
@@ -42,12 +42,12 @@ def test_headings_stay_headings(prev, line, nxt, title):
 
 
 def _key_points(builtin_tok, path):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.keypoints import document_key_points
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.answer.keypoints import document_key_points
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
     from tiny_models import make_model_for
 
     P = Prompts(builtin_tok)

@@ -14,9 +14,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from infinipot_cli import engine as engine_mod
-from infinipot_cli import pot_cache, potfile
-from infinipot_cli.cli import app
+from infinipot_cli.pot import engine as engine_mod
+from infinipot_cli.pot import pot_cache, potfile
+from infinipot_cli.app import app
 
 SMALL = ["--pot-size", "128", "--keep", "64", "--chunk", "64", "--max-new-tokens", "4", "-q", "--json"]
 ROOMY = ["--pot-size", "256", "--keep", "128", "--chunk", "64", "--max-new-tokens", "4", "-q", "--json"]  # summaries
@@ -213,10 +213,10 @@ def test_an_interrupted_read_leaves_no_entry(tiny, cache, tmp_path, monkeypatch)
 
 
 def test_two_stores_of_one_key_at_once_leave_one_complete_pot(tiny, cache, tmp_path, monkeypatch):
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
-    from infinipot_cli.display import Display
-    from infinipot_cli.model import load_model
+    from infinipot_cli.cli.display import Display
+    from infinipot_cli.runtime.loading import load_model
     from infinipot_cli.session import Job, Session
 
     doc = document(tmp_path / "book.txt", seed=5)
@@ -297,7 +297,7 @@ def test_stdin_from_a_file_is_hashed_before_it_is_read(tmp_path):
 
     path = tmp_path / "doc.txt"
     document(path, seed=40)
-    code = "from infinipot_cli.pot_cache import stdin_digest; import sys; print(stdin_digest()); print(len(sys.stdin.read()))"
+    code = "from infinipot_cli.pot.pot_cache import stdin_digest; import sys; print(stdin_digest()); print(len(sys.stdin.read()))"
     with open(path, "rb") as f:
         out = subprocess.run([sys.executable, "-c", code], stdin=f, capture_output=True, text=True).stdout.split()
     assert out == [hashlib.sha256(path.read_bytes()).hexdigest(), str(len(path.read_text()))]  # stdin not moved

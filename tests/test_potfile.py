@@ -8,11 +8,11 @@ import os
 import pytest
 import torch
 
-from infinipot_cli import potfile
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.pot import potfile
+from infinipot_cli.pot.engine import Engine, PotConfig
 from infinipot_cli.errors import InfinipotError, InputError
-from infinipot_cli.pot_report import inspect_pot, render_inspect
-from infinipot_cli.potfile import load_pot, question_mismatch, read_meta, save_pot
+from infinipot_cli.cli.pot_report import inspect_pot, render_inspect
+from infinipot_cli.pot.potfile import load_pot, question_mismatch, read_meta, save_pot
 
 CATALYST = [11, 12, 13, 14, 15]
 HEADER = [1, 2, 3, 4]
@@ -26,7 +26,7 @@ def tok(builtin_tok):
 def _tiny(tok, seed=0, **kw):
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from infinipot_cli.scoring.cap import register_attention
+    from infinipot_cli.runtime.attention import register_attention
 
     torch.manual_seed(seed)
     args = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -114,8 +114,8 @@ def test_round_trip_is_exact(tmp_path, model, tok):
 
 def test_pot_from_an_older_version_keeps_its_selection(tmp_path, monkeypatch, model, tok):
     """Options missing from a saved config (the pot predates them) load with the paper's values, not today's
-    defaults; a question catalyst gets its focus rows back (scoring/cap.py)."""
-    from infinipot_cli.prompts import Prompts
+    defaults; a question catalyst gets its focus rows back (scoring/capture.py)."""
+    from infinipot_cli.pot.prompts import Prompts
 
     eng = _engine(model, tok)
     cat, focus = Prompts(tok).catalyst("question", "Who wrote the letter?")
@@ -324,6 +324,6 @@ def test_question_mismatch():
 
 
 def test_strip_line():
-    from infinipot_cli.pot_report import strip_line
+    from infinipot_cli.cli.pot_report import strip_line
 
     assert strip_line([0, 0.01, 0.5, 1.0]) == " ▁▄█"

@@ -8,7 +8,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli.cli import app
+from infinipot_cli.app import app
 
 STORY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs", "lighthouse.txt")
 
@@ -18,7 +18,7 @@ def invoke(args, **kw):
 
 
 def test_progress_follows_the_tokens_forwarded():
-    from infinipot_cli.reader import _ProgressMarks
+    from infinipot_cli.pot.reader import _ProgressMarks
 
     m = _ProgressMarks()
     for fed, f in ((100, 0.3), (200, 0.9)):
@@ -30,7 +30,7 @@ def test_progress_follows_the_tokens_forwarded():
 
 def test_progress_is_not_ahead_of_the_read(builtin, monkeypatch, tmp_path):
     """Each progress value reported for a text source is at most the share of its tokens forwarded (+ a piece)."""
-    from infinipot_cli import reader
+    from infinipot_cli.pot import reader
 
     seen = []
     real = reader.read_source
@@ -41,7 +41,7 @@ def test_progress_is_not_ahead_of_the_read(builtin, monkeypatch, tmp_path):
             progress(f)
         return real(engine, tok, src, rec, label=label, skip_tokens=skip_tokens, progress=p)
 
-    monkeypatch.setattr("infinipot_cli.reader.read_source", spy)
+    monkeypatch.setattr("infinipot_cli.pot.reader.read_source", spy)
     r = invoke(["read", STORY, "--save-pot", str(tmp_path / "p.pot"), "--pot-size", "512", "--keep", "256", "-q"])
     assert r.exit_code == 0, r.stderr
     total = seen[-1][1]

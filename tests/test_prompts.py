@@ -1,7 +1,7 @@
 """Prompt framing (prompts.py): the pinned header, catalysts and final prompts, and the question's token range
-(the focus) that question relevance needs (scoring/cap.py)."""
+(the focus) that question relevance needs (scoring/capture.py)."""
 
-from infinipot_cli.prompts import CAP_G, Prompts, question_request
+from infinipot_cli.pot.prompts import CAP_G, Prompts, question_request
 
 
 def test_header_and_tail_frame_the_document(builtin):

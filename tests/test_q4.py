@@ -1,11 +1,11 @@
-"""4-bit decoding weights (infinipot_cli/q4.py): Q4_1 and Q8_0 grids found exactly and only where they exist, the
+"""4-bit decoding weights (infinipot_cli/runtime/q4.py): Q4_1 and Q8_0 grids found exactly and only where they exist, the
 int4 path equal to the dense bf16 layer (a tied LM head included), the sidecar built once, and decoding with them
 on a tiny model."""
 
 import pytest
 import torch
 
-from infinipot_cli import q4
+from infinipot_cli.runtime import q4
 from tiny_models import make_model
 
 pytestmark = pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")
@@ -163,7 +163,7 @@ def test_a_tied_q8_lm_head_decodes_through_two_int4_products(tmp_path):
 
 
 def test_decoding_with_q4_follows_the_dense_model(tmp_path):
-    from infinipot_cli.decode import AnswerCache, generate
+    from infinipot_cli.runtime.generate import AnswerCache, generate
 
     _, model = _q4_model(tmp_path)
     ids = torch.randint(3, 200, (1, 40), generator=torch.Generator().manual_seed(1))

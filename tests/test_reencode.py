@@ -5,8 +5,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from infinipot_cli.engine import PotConfig, split_method_spec
-from infinipot_cli.model import with_cache
+from infinipot_cli.pot.engine import PotConfig, split_method_spec
+from infinipot_cli.runtime.loading import with_cache
 from helpers import HEADER, PROMPT, doc_ids, run_engine
 from tiny_models import ARCHS, make_model
 
@@ -84,7 +84,7 @@ def test_reencode_differs_from_the_pot_kv_and_is_off_where_it_does_not_apply():
 
 def _kv_greedy(eng, n):
     """Greedy tokens from the pot's own KV cache plus PROMPT (what reencode=False answers), then cropped back."""
-    from infinipot_cli.scoring.nuc import lm_head_logits
+    from infinipot_cli.pot.scoring.nuc import lm_head_logits
 
     base, out = len(eng.pot), []
     with torch.no_grad():

@@ -5,11 +5,11 @@ built-in model."""
 import pytest
 import torch
 
-from infinipot_cli.controls import answer_controls
-from infinipot_cli.decode import AnswerCache, generate
-from infinipot_cli.endings import CompleteSentences, ends_sentence, last_sentence_end
-from infinipot_cli.repetition import RepetitionGuard
-from infinipot_cli.stopping import Stopper, StopStream
+from infinipot_cli.answer.controls import answer_controls
+from infinipot_cli.runtime.generate import AnswerCache, generate
+from infinipot_cli.answer.endings import CompleteSentences, ends_sentence, last_sentence_end
+from infinipot_cli.answer.repetition import RepetitionGuard
+from infinipot_cli.answer.stopping import Stopper, StopStream
 from helpers import PROMPT
 from tiny_models import make_model
 
@@ -131,9 +131,9 @@ def test_controls_per_kind():
 
 def test_builtin_summary_of_a_sample_ends_on_a_sentence_and_does_not_loop(builtin):
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine, PotConfig
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine, PotConfig
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     P = Prompts(builtin.tokenizer)
     cat, focus = P.catalyst("general")

@@ -1,4 +1,4 @@
-"""One switch for the answer runtime, $INFINIPOT_DECODE (infinipot_cli/runtime.py): hf (the forward for every token),
+"""One switch for the answer runtime, $INFINIPOT_DECODE (infinipot_cli/runtime/switch.py): hf (the forward for every token),
 eager (the hand-written step, no compiled library or CUDA graph) and compiled (the default) write the same greedy
 answer token for token; each mode runs only its own pieces; a bad value is one line and exit 2 before anything
 loads; `infinipot models` shows the runtime."""
@@ -10,10 +10,10 @@ import torch
 from transformers import DynamicCache
 from typer.testing import CliRunner
 
-from infinipot_cli import compiled_step, decode_step, q4, runtime
-from infinipot_cli.cli import app
-from infinipot_cli.decode import AnswerCache, answer_room, generate
-from infinipot_cli.model import load_model, with_cache
+from infinipot_cli.runtime import compiled_step, decode_step, q4, switch
+from infinipot_cli.app import app
+from infinipot_cli.runtime.generate import AnswerCache, answer_room, generate
+from infinipot_cli.runtime.loading import load_model, with_cache
 from test_engine import PROMPT, doc_ids
 from tiny_models import LetterTokenizer, make_model
 
@@ -57,9 +57,9 @@ def test_hf_eager_and_compiled_write_the_same_answer(arch, monkeypatch):
     answers = {}
     for mode in ("hf", "eager", "compiled", None):
         if mode is None:
-            monkeypatch.delenv(runtime.ENV, raising=False)
+            monkeypatch.delenv(switch.ENV, raising=False)
         else:
-            monkeypatch.setenv(runtime.ENV, mode)
+            monkeypatch.setenv(switch.ENV, mode)
         calls = spy.calls
         step = decode_step.for_model(model)
         assert (step is None) == (mode == "hf")
@@ -71,14 +71,14 @@ def test_hf_eager_and_compiled_write_the_same_answer(arch, monkeypatch):
 
 
 def test_decode_mode_values(monkeypatch):
-    monkeypatch.delenv(runtime.ENV, raising=False)
-    assert runtime.decode_mode() == "compiled"
+    monkeypatch.delenv(switch.ENV, raising=False)
+    assert switch.decode_mode() == "compiled"
     for raw, want in (("hf", "hf"), (" Eager ", "eager"), ("compiled", "compiled"), ("", "compiled")):
-        monkeypatch.setenv(runtime.ENV, raw)
-        assert runtime.decode_mode() == want
-    monkeypatch.setenv(runtime.ENV, "fast")
-    with pytest.raises(runtime.UsageError, match="INFINIPOT_DECODE='fast'"):
-        runtime.decode_mode()
+        monkeypatch.setenv(switch.ENV, raw)
+        assert switch.decode_mode() == want
+    monkeypatch.setenv(switch.ENV, "fast")
+    with pytest.raises(switch.UsageError, match="INFINIPOT_DECODE='fast'"):
+        switch.decode_mode()
 
 
 def test_hf_loads_no_four_bit_matrices_and_no_step(tmp_path, monkeypatch):
@@ -88,7 +88,7 @@ def test_hf_loads_no_four_bit_matrices_and_no_step(tmp_path, monkeypatch):
     attached = []
     monkeypatch.setattr(q4, "attach", lambda model, path: attached.append(path) or 0)
     for mode, q4_runs in (("hf", False), ("eager", True), ("compiled", True)):
-        monkeypatch.setenv(runtime.ENV, mode)
+        monkeypatch.setenv(switch.ENV, mode)
         attached.clear()
         lm = load_model(str(folder), "cpu", "float32", tokenizer=LetterTokenizer())
         assert bool(attached) == q4_runs, mode
@@ -101,7 +101,7 @@ def test_hf_loads_no_four_bit_matrices_and_no_step(tmp_path, monkeypatch):
 @pytest.mark.parametrize("args", [["models"], ["models", "--json"], ["models", "--compile"],
                                   ["ask", "nothing-here.txt", "what?"], ["summarize", "nothing-here.txt"]])
 def test_a_bad_value_is_one_line_and_exit_2(args, monkeypatch):
-    monkeypatch.setenv(runtime.ENV, "fastest")
+    monkeypatch.setenv(switch.ENV, "fastest")
     r = runner().invoke(app, args)
     assert r.exit_code == 2, r.stderr
     lines = r.stderr.strip().splitlines()
@@ -112,7 +112,7 @@ def test_models_shows_the_runtime(tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path / "ipcache"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
-    monkeypatch.delenv(runtime.ENV, raising=False)
+    monkeypatch.delenv(switch.ENV, raising=False)
     r = runner().invoke(app, ["models", "--json"])
     assert r.exit_code == 0, r.stderr
     rt = json.loads(r.stdout)["runtime"]
@@ -125,11 +125,11 @@ def test_models_shows_the_runtime(tmp_path, monkeypatch):
     (built / "exact-ops-0123.so").write_bytes(b"")
     rt = json.loads(runner().invoke(app, ["models", "--json"]).stdout)["runtime"]
     assert rt["compiled_step"] and rt["exact_ops"]
-    monkeypatch.setenv(runtime.ENV, "eager")
+    monkeypatch.setenv(switch.ENV, "eager")
     rt = json.loads(runner().invoke(app, ["models", "--json"]).stdout)["runtime"]
     assert (rt["decode"], rt["decode_step"], rt["compiled_step"], rt["exact_ops"], rt["graphed"]) == \
         ("eager", True, False, False, False)
-    monkeypatch.setenv(runtime.ENV, "hf")
+    monkeypatch.setenv(switch.ENV, "hf")
     rt = json.loads(runner().invoke(app, ["models", "--json"]).stdout)["runtime"]
     assert not any(rt[k] for k in ("decode_step", "compiled_step", "exact_ops", "q4", "graphed"))
     r = runner().invoke(app, ["models"])
@@ -138,6 +138,6 @@ def test_models_shows_the_runtime(tmp_path, monkeypatch):
 
 def test_compile_refuses_under_hf_and_eager(monkeypatch):
     for mode in ("hf", "eager"):
-        monkeypatch.setenv(runtime.ENV, mode)
+        monkeypatch.setenv(switch.ENV, mode)
         r = runner().invoke(app, ["models", "--compile"])
         assert r.exit_code == 2 and f"INFINIPOT_DECODE={mode} answers without the compiled step" in r.stderr

@@ -93,7 +93,7 @@ def test_what_a_pot_records_of_each_format():
     the units (pages, chapters, lines), the labels read in order, every token fed counted, the content hash."""
     from test_documents import _CharTok, _StubEngine
 
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     expected = {
         "manual.pdf": ("pdf", {"pages": 4}, ["p. i", "p. 1 · Chapter 1 Setup", "p. 2 · Chapter 2 Calibration",

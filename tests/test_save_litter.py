@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from infinipot_cli import potfile
-from infinipot_cli.config import PotConfig
-from infinipot_cli.engine import Engine
+from infinipot_cli.pot import potfile
+from infinipot_cli.pot.config import PotConfig
+from infinipot_cli.pot.engine import Engine
 from tiny_models import make_model_for
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -24,8 +24,8 @@ CHILD = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
     from transformers import AutoTokenizer
-    from infinipot_cli import potfile
-    from infinipot_cli.model import builtin_model_path
+    from infinipot_cli.pot import potfile
+    from infinipot_cli.runtime.loading import builtin_model_path
     from test_save_litter import engine
     tok = AutoTokenizer.from_pretrained(str(builtin_model_path()))
     real = potfile.save_file
@@ -99,8 +99,8 @@ def test_two_saves_of_one_pot_at_once_both_finish(builtin_tok, tmp_path):
         import sys
         sys.path.insert(0, {TESTS!r})
         from transformers import AutoTokenizer
-        from infinipot_cli import potfile
-        from infinipot_cli.model import builtin_model_path
+        from infinipot_cli.pot import potfile
+        from infinipot_cli.runtime.loading import builtin_model_path
         from test_save_litter import engine
         tok = AutoTokenizer.from_pretrained(str(builtin_model_path()))
         eng = engine(tok, int(sys.argv[1]))

@@ -14,10 +14,10 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from infinipot_cli import engine as engine_mod
-from infinipot_cli import model as model_mod
-from infinipot_cli.cli import app
-from infinipot_cli.potfile import is_pot_file
+from infinipot_cli.pot import engine as engine_mod
+from infinipot_cli.runtime import loading as model_mod
+from infinipot_cli.app import app
+from infinipot_cli.pot.potfile import is_pot_file
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
 STORY = os.path.join(SAMPLES, "lighthouse.txt")
@@ -80,7 +80,7 @@ def test_an_existing_non_pot_file_needs_force(builtin, tmp_path, monkeypatch):
 
 def test_a_partial_pot_goes_beside_whatever_is_at_the_target(tmp_path):
     """The naming an interrupted read's save uses (the real-model reads below and in test_cli_pots go through it)."""
-    from infinipot_cli.potfile import partial_target
+    from infinipot_cli.pot.potfile import partial_target
 
     pot = tmp_path / "good.pot"
     assert partial_target(pot) == pot  # nothing there yet: the target itself
@@ -145,7 +145,7 @@ def test_sigterm_checkpoints_and_exits_143(builtin, tmp_path):
     doc = tmp_path / "long.txt"
     doc.write_text(open(STORY).read() * 6)
     pot = tmp_path / "t.pot"
-    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "read", str(doc), "--save-pot", str(pot),
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli", "read", str(doc), "--save-pot", str(pot),
                           "--pot-size", "512", "--keep", "256"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     lines = []
     deadline = time.time() + 120

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infinipot_cli import evidence as ev
-from infinipot_cli.archive import clip_words, count_words, words
-from infinipot_cli.config import PotConfig
+from infinipot_cli.answer import evidence as ev
+from infinipot_cli.pot.archive import clip_words, count_words, words
+from infinipot_cli.pot.config import PotConfig
 from infinipot_cli.documents import open_source
-from infinipot_cli.engine import Engine
-from infinipot_cli.prompts import Prompts
-from infinipot_cli.reader import SourceRecord, read_source
-from infinipot_cli.scoring.segments import BoundaryTable, unit_starts
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.pot.prompts import Prompts
+from infinipot_cli.pot.reader import SourceRecord, read_source
+from infinipot_cli.pot.scoring.segments import BoundaryTable, unit_starts
 
 ZH = ["灯塔看守人名叫老陈，他在岛上住了二十年。", "他每天晚上爬上一百一十二级台阶，点亮灯塔。", "他的猫叫小白，总是睡在灯室里。",
       "暴风雨在第三个晚上来临，吹倒了渔网棚。", "渔民们在港口等待了十一天，才能再次出海。", "春天来了以后，老陈开始修理灯塔的窗户。"]
@@ -70,7 +70,7 @@ def _page(tmp_path, lang):
 
 @pytest.mark.parametrize("lang", ["zh", "ar", "he"])
 def test_key_points_in_every_script(builtin_tok, tmp_path, lang):
-    from infinipot_cli.keypoints import document_key_points
+    from infinipot_cli.answer.keypoints import document_key_points
 
     _, eng, _ = _read(builtin_tok, _page(tmp_path, lang))
     points = document_key_points(eng)
@@ -97,7 +97,7 @@ def test_evidence_in_every_script(builtin_tok, tmp_path, lang, question, answer,
 def test_key_points_of_a_repetitive_chinese_text_repeat_no_sentence_three_times(builtin_tok, tmp_path):
     from collections import Counter
 
-    from infinipot_cli.keypoints import document_key_points
+    from infinipot_cli.answer.keypoints import document_key_points
 
     p = tmp_path / "zh.txt"
     p.write_text(("\n\n".join(ZH) + "\n\n") * 3, encoding="utf-8")

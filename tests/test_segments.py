@@ -2,10 +2,10 @@
 
 import torch
 
-from infinipot_cli.engine import Engine, PotConfig
-from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
-from infinipot_cli.scoring.policy import SelectionInputs
-from infinipot_cli.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
+from infinipot_cli.pot.engine import Engine, PotConfig
+from infinipot_cli.pot.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.pot.scoring.policy import SelectionInputs
+from infinipot_cli.pot.scoring.segments import BoundaryTable, segment_ids, take_segments, unit_starts
 from tiny_models import VOCAB, make_model
 
 

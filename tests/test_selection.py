@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from infinipot_cli.config import PotConfig
-from infinipot_cli.engine import Engine
-from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
-from infinipot_cli.scoring.policy import SelectionInputs
-from infinipot_cli.scoring.scorer import InfiniPotScorer
-from infinipot_cli.scoring.selector import select_tokens
+from infinipot_cli.pot.config import PotConfig
+from infinipot_cli.pot.engine import Engine
+from infinipot_cli.pot.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.pot.scoring.policy import SelectionInputs
+from infinipot_cli.pot.scoring.scorer import InfiniPotScorer
+from infinipot_cli.pot.scoring.selector import select_tokens
 from tiny_models import VOCAB, make_model
 
 L, H, N = 3, 2, 64
@@ -78,7 +78,7 @@ def test_relevance_replaces_the_cap_sum_only_with_a_question():
 
 
 def test_snapkv_pools_neighbours():
-    from infinipot_cli.scoring.policies import make_policy
+    from infinipot_cli.pot.scoring.policies import make_policy
 
     cap = torch.zeros(L, H, N)
     cap[..., 20] = 1.0

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infinipot_cli import spans
+from infinipot_cli.answer import spans
 
 
 @pytest.mark.parametrize("question,head,first", [

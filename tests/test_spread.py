@@ -3,12 +3,12 @@ of it with their source (keypoints.py), on a tiny model; the pot stays bounded."
 
 import torch
 
-from infinipot_cli.config import PotConfig
-from infinipot_cli.keypoints import key_points, where_fields
-from infinipot_cli.scoring.policies.infinipot import InfiniPotPolicy
-from infinipot_cli.scoring.policy import SelectionInputs
-from infinipot_cli.config import SUMMARY_SPREAD
-from infinipot_cli.spread import bins_of, quotas, spread_select
+from infinipot_cli.pot.config import PotConfig
+from infinipot_cli.answer.keypoints import key_points, where_fields
+from infinipot_cli.pot.scoring.policies.infinipot import InfiniPotPolicy
+from infinipot_cli.pot.scoring.policy import SelectionInputs
+from infinipot_cli.pot.config import SUMMARY_SPREAD
+from infinipot_cli.pot.spread import bins_of, quotas, spread_select
 from helpers import PROMPT, doc_ids, run_engine
 from tiny_models import make_model
 
@@ -72,9 +72,9 @@ def test_where_fields():
 
 def test_builtin_key_points_cover_the_sample_manual_with_pages(builtin):
     from infinipot_cli.documents import open_source
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     P = Prompts(builtin.tokenizer)
     cat, focus = P.catalyst("general")
@@ -93,7 +93,7 @@ def test_builtin_key_points_cover_the_sample_manual_with_pages(builtin):
 
 
 def test_a_key_point_does_not_repeat_its_sections_heading():
-    from infinipot_cli.keypoints import _drop_heading
+    from infinipot_cli.answer.keypoints import _drop_heading
 
     assert _drop_heading("Methods The team reached the island on the survey boat.", "Methods") == \
         "The team reached the island on the survey boat."

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from infinipot_cli.engine import Engine, PotConfig
+from infinipot_cli.pot.engine import Engine, PotConfig
 from infinipot_cli.evaluate.needles import answer_has
-from infinipot_cli.stopping import Stopper, StopStream
+from infinipot_cli.answer.stopping import Stopper, StopStream
 from tiny_models import make_model
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
@@ -141,8 +141,8 @@ def test_engine_stops_when_asked_and_pot_is_left_as_it_was():
 @pytest.mark.slow  # a real answer through the stopper also runs in test_cli (ask streams through it)
 def test_builtin_demo_question_answers_and_ends(builtin):
     from infinipot_cli.documents import open_source
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
 
     P = Prompts(builtin.tokenizer)
     question = "What was the keeper's cat called?"

@@ -65,11 +65,11 @@ def test_html_and_epub_tables(tmp_path):
 
 def test_the_evidence_for_a_cell_holds_its_row(builtin_tok, tmp_path):
     """Asked about one cell, the evidence shows the whole row with its column names (a sentence of its own)."""
-    from infinipot_cli import evidence as ev
-    from infinipot_cli.config import PotConfig
-    from infinipot_cli.engine import Engine
-    from infinipot_cli.prompts import Prompts
-    from infinipot_cli.reader import SourceRecord, read_source
+    from infinipot_cli.answer import evidence as ev
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.pot.engine import Engine
+    from infinipot_cli.pot.prompts import Prompts
+    from infinipot_cli.pot.reader import SourceRecord, read_source
     from tiny_models import make_model_for
 
     page = tmp_path / "stock.html"

@@ -14,9 +14,9 @@ import time
 import pytest
 from rich.console import Console
 
-from infinipot_cli import display as display_mod
-from infinipot_cli.display import Display
-from infinipot_cli.engine import Event
+from infinipot_cli.cli import display as display_mod
+from infinipot_cli.cli.display import Display
+from infinipot_cli.pot.engine import Event
 
 
 def ev(kind, tokens=0, chunk=0, t=0.0):
@@ -79,8 +79,8 @@ def test_a_slow_chunk_shows_its_progress():
 def test_the_engine_announces_every_forward_pass():
     import torch
 
-    from infinipot_cli.config import PotConfig
-    from infinipot_cli.engine import Engine
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.pot.engine import Engine
     from tiny_models import VOCAB, make_model
 
     events = []
@@ -98,8 +98,8 @@ def test_the_engine_announces_every_forward_pass():
 
 def test_a_run_says_each_step_before_reading(monkeypatch):
     """session.run tells the display what it loads, in order (here the model load is stopped)."""
-    from infinipot_cli import model as model_mod
-    from infinipot_cli.config import PotConfig
+    from infinipot_cli.runtime import loading as model_mod
+    from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.session import Job, run
 
     steps = []
@@ -124,7 +124,7 @@ def test_a_run_says_each_step_before_reading(monkeypatch):
 def test_a_fifo_with_no_writer_says_what_it_waits_for(tmp_path):
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
-    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli.cli", "ask", str(fifo), "q"],
+    p = subprocess.Popen([sys.executable, "-m", "infinipot_cli", "ask", str(fifo), "q"],
                          stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     got = []
     t = threading.Thread(target=lambda: got.append(p.stderr.readline()), daemon=True)

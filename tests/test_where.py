@@ -4,11 +4,11 @@ import os
 
 import pytest
 
-from infinipot_cli import evidence as ev
+from infinipot_cli.answer import evidence as ev
 from infinipot_cli.documents import open_source
-from infinipot_cli.keypoints import where_fields
-from infinipot_cli.outline import Part, from_labels, label_section
-from infinipot_cli.where import Where, join, kind_of, without
+from infinipot_cli.answer.keypoints import where_fields
+from infinipot_cli.answer.outline import Part, from_labels, label_section
+from infinipot_cli.documents.where import Where, join, kind_of, without
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

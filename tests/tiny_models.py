@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from infinipot_cli.scoring.cap import register_attention
+from infinipot_cli.runtime.attention import register_attention
 
 VOCAB = 256
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from ebooklib import epub
 
 from infinipot_cli.errors import InputError
-from infinipot_cli.where import Where
+from infinipot_cli.documents.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text

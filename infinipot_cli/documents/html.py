@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, NavigableString, T
 from bs4.element import CData, PreformattedString, Script, Stylesheet, TemplateString
 
 from infinipot_cli.errors import InputError
-from infinipot_cli.where import Where
+from infinipot_cli.documents.where import Where
 
 from .base import Passage, Source, display_name, repair_ligatures, split_text
 from .text import looks_binary

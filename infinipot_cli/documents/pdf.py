@@ -13,7 +13,7 @@ from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from infinipot_cli.errors import InputError
-from infinipot_cli.where import Where
+from infinipot_cli.documents.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, clean_extracted_text, display_name, short_reason, split_text

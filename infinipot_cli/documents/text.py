@@ -9,7 +9,7 @@ import time
 from typing import IO, Iterator
 
 from infinipot_cli.errors import InputError
-from infinipot_cli.where import Where
+from infinipot_cli.documents.where import Where
 
 from .base import BLOCK_BYTES, PASSAGE_CHARS, Passage, Source, clean_plain_text, display_name
 

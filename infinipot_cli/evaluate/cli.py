@@ -22,9 +22,9 @@ from typing import Optional
 import typer
 
 from ..errors import InfinipotError, UsageError
-from ..config import METHODS, PotConfig
-from ..knob_options import knob, with_knobs
-from ..options import P_IO, P_MODEL, P_POT, device_option, dtype_option, model_option
+from ..pot.config import METHODS, PotConfig
+from ..cli.knob_options import knob, with_knobs
+from ..cli.options import P_IO, P_MODEL, P_POT, device_option, dtype_option, model_option
 from . import report
 from .haystack import check_haystack
 
@@ -71,8 +71,8 @@ def _check_pot(methods: list[str], knobs: dict) -> PotConfig:
 
 
 def _load(model, device, dtype, threads):
-    from ..model import load_model
-    from ..threads import configure
+    from ..runtime.loading import load_model
+    from ..runtime.threads import configure
 
     configure(threads)
     return load_model(model, device, dtype, progress=lambda m: typer.echo(m, err=True))
@@ -154,7 +154,7 @@ def needle_cmd(
         pot = _check_pot(cfg.methods, knobs)
         check_haystack(haystack)
         if synthetic:
-            from ..threads import configure
+            from ..runtime.threads import configure
             from .synthetic import check_name, load_synthetic
 
             check_name(synthetic)
@@ -317,7 +317,7 @@ def speed_cmd(
                           threads=threads, synthetic=synthetic or None)
         pot = _check_pot([m for m in cfg.methods if m not in PSEUDO], knobs)
         check_haystack(haystack)
-        from ..model import pick_device, pick_dtype, resolve_model_path
+        from ..runtime.loading import pick_device, pick_dtype, resolve_model_path
 
         pick_dtype(dtype, pick_device(device))  # bad flags fail here, not once per worker
         if synthetic:
@@ -473,7 +473,7 @@ def summary_cmd(
                                                                                 "summary.md."),
 ) -> None:
     """Summaries of real documents: section coverage, repeated n-grams, unsupported numbers and names, time."""
-    from ..config import PRESETS
+    from ..pot.config import PRESETS
     from .summary import BASELINES, SummaryBenchConfig, load_corpus, markdown_table, run_summary_bench
 
     try:

@@ -149,7 +149,7 @@ def compare(trials: list[dict], want: list[dict]) -> dict:
 def run_needle(cell: Cell, device: str, dtype: str, timeout_s: float, out_dir: Path) -> dict:
     a = cell.args
     where = out_dir / "needle"
-    cmd = [sys.executable, "-c", "from infinipot_cli.cli import main; main()", "bench", "needle", "-l", a["length"],
+    cmd = [sys.executable, "-c", "from infinipot_cli.app import main; main()", "bench", "needle", "-l", a["length"],
            "-t", "2", "--flow", "direct,read-then-ask", "--device", device, "--dtype", dtype, "--out", str(where)]
     if a.get("synthetic"):
         cmd += ["--synthetic", a["synthetic"]]
@@ -172,7 +172,7 @@ def run_needle(cell: Cell, device: str, dtype: str, timeout_s: float, out_dir: P
 
 
 def run_prepare(cell: Cell, timeout_s: float) -> dict:
-    cmd = [sys.executable, "-c", "from infinipot_cli.model import builtin_model_path; print(builtin_model_path())"]
+    cmd = [sys.executable, "-c", "from infinipot_cli.runtime.loading import builtin_model_path; print(builtin_model_path())"]
     code, out, secs = spawn(cmd, timeout_s, cell.name)
     status = "ok" if code == 0 else "timeout" if code is None else "failed"
     return {"status": status, "wall_s": secs, "path": out.strip()}
@@ -239,7 +239,7 @@ def environment(device: str) -> dict:
         env["transformers"] = None
     if torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(0)
-    from ..model import pick_attention
+    from ..runtime.loading import pick_attention
 
     env["attention"] = pick_attention(torch.device(device))
     env["builtin_weights"] = builtin_available()
@@ -249,13 +249,13 @@ def environment(device: str) -> dict:
 def builtin_available() -> bool:
     """The built-in model's real weights are here: converted already, or its GGUF installed to convert (a converted
     folder without weights is the tokenizer alone, carried for the synthetic models: bench/gpu-check.sh)."""
-    from ..models import cache_dir
+    from ..runtime.catalogue import cache_dir
 
     folder = cache_dir() / "models" / "SmolLM2-135M-Instruct"
     if (folder / "infinipot.json").is_file():
         return (folder / "model.safetensors").is_file()
     try:
-        from ..model import builtin_gguf_path
+        from ..runtime.loading import builtin_gguf_path
 
         return builtin_gguf_path().is_file()
     except Exception:  # noqa: BLE001 - not installed

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
-from ..prompts import Prompts
+from ..pot.config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..pot.prompts import Prompts
 from ..session import Catalyst, Session
 from .haystack import Placement, haystack_units, token_pieces
 from .needles import Needle, make_needle

@@ -176,7 +176,7 @@ def text_chunks(passages) -> list[tuple[str, str]]:
 
 def bm25_best(chunks: list[str], query: str, n: int, k1: float = 1.2, b: float = 0.75) -> list[int]:
     """Indices of the `n` best chunks for `query` by BM25 over words (archive.words, stop words dropped)."""
-    from ..archive import STOPWORDS, words
+    from ..pot.archive import STOPWORDS, words
 
     terms = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
     bags = [Counter(words(c)) for c in chunks]
@@ -202,7 +202,7 @@ def bm25_best(chunks: list[str], query: str, n: int, k1: float = 1.2, b: float =
 # ---- one answer ------------------------------------------------------------------------------------------
 def record(q: dict, flow: str, session, ans, read_s: float) -> dict:
     """The scored record of `ans` (a session.Answer from Session.ask, grounded) to question `q`."""
-    from .. import honesty
+    from ..answer import honesty
 
     g = ans.grounded
     answers = q.get("answers") or []
@@ -237,8 +237,8 @@ def non_answer(text: str, question: str) -> bool:
     """A shown answer that names nothing beyond the question (a restatement, "the document contains the
     answer"): the bench's own check, independent of the product's. Refusals ("does not seem to say") and quoted
     document sentences are answers of their kind."""
-    from .. import honesty
-    from ..archive import STOPWORDS, words
+    from ..answer import honesty
+    from ..pot.archive import STOPWORDS, words
 
     if not text.strip():
         return True
@@ -252,7 +252,7 @@ def non_answer(text: str, question: str) -> bool:
 
 # ---- flows -----------------------------------------------------------------------------------------------
 def _pot_config(cfg: QAConfig, method: str | None = None):
-    from ..config import PotConfig, split_method_spec
+    from ..pot.config import PotConfig, split_method_spec
 
     base, spec = split_method_spec(method or cfg.method)
     knobs = {"size": cfg.pot_size, "keep": cfg.keep} if base not in ("full",) else {}
@@ -313,8 +313,8 @@ def window(model) -> int:
 
 def run_whole(lm, cfg, doc, qs, emit):
     """Baseline: the whole document in the model's window (method full), read once, where it fits."""
-    from ..prompts import Prompts
-    from ..reader import token_stream
+    from ..pot.prompts import Prompts
+    from ..pot.reader import token_stream
     from ..session import Catalyst, Session
 
     P = Prompts(lm.tokenizer)

@@ -48,7 +48,7 @@ def parse_depths(spec: str) -> list[float]:
 
 def parse_methods(spec: str, allowed: list[str]) -> list[str]:
     out = []
-    from ..config import split_method_spec
+    from ..pot.config import split_method_spec
 
     for m in (p.strip().lower() for p in spec.split(",")):
         if not m:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..config import METHODS, UNBOUNDED, PotConfig, split_method_spec
-from ..prompts import Prompts
+from ..pot.config import METHODS, UNBOUNDED, PotConfig, split_method_spec
+from ..pot.prompts import Prompts
 from ..session import Catalyst, Session
 from .needle import FLOWS, flow_label, max_positions
 from .progress import Progress, fmt_tokens

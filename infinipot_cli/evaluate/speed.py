@@ -18,7 +18,7 @@ the load's transient peak, which varies by ~200 MB between runs and hid the leng
 every configuration answers a short prompt with `gen_tokens` greedy tokens (no early stop): time to first token
 and decode tok/s.
 
-Display overhead: engine events are fed to `infinipot_cli.display.Display(mode="plain", stream=StringIO())`
+Display overhead: engine events are fed to `infinipot_cli.cli.display.Display(mode="plain", stream=StringIO())`
 and the time inside `on_event` (and leaving its context) is the display share — `display` while reading,
 `display_answer` while answering; without that module it is recorded as 0 with a note.
 """
@@ -38,10 +38,10 @@ from pathlib import Path
 
 import torch
 
-from ..config import METHODS, UNBOUNDED, PotConfig, cli_knobs, split_method_spec
-from ..devices import free_bytes, peak_mb, reset_peak, sync
-from ..compat import text_config, with_cache
-from ..prompts import Prompts
+from ..pot.config import METHODS, UNBOUNDED, PotConfig, cli_knobs, split_method_spec
+from ..runtime.devices import free_bytes, peak_mb, reset_peak, sync
+from ..runtime.compat import text_config, with_cache
+from ..pot.prompts import Prompts
 from ..session import Catalyst, Session
 from .haystack import haystack_units, token_pieces
 from .progress import Progress, fmt_tokens
@@ -150,9 +150,9 @@ def cache_len(cache) -> int:
 def make_display(total_tokens: int | None = None):
     """(display, note): the project's plain display writing into a StringIO, entered; or (None, why not)."""
     try:
-        from ..display import Display  # type: ignore[attr-defined]
+        from ..cli.display import Display  # type: ignore[attr-defined]
     except ImportError:
-        return None, "infinipot_cli.display not available: display time recorded as 0"
+        return None, "infinipot_cli.cli.display not available: display time recorded as 0"
     try:
         try:
             d = Display(mode="plain", stream=io.StringIO(), total_tokens=total_tokens)
@@ -305,8 +305,8 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, length, progress) -> dict:
 def _generate(lm, cache, ask, n_tokens: int) -> tuple[float, float | None, int]:
     """Greedy decode over a copy of `cache` with the engine's loop (decode.generate, no early stop): (time to first
     token, decode tok/s, entries at the end). The copy into a preallocated cache counts in the time to first token."""
-    from ..answer_cache import AnswerCache, answer_room
-    from ..decode import generate
+    from ..runtime.answer_cache import AnswerCache, answer_room
+    from ..runtime.generate import generate
 
     dev = next(lm.model.parameters()).device
     stamps: list[float] = []

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="speed_worker")
     ap.add_argument("--method", required=True)
     ap.add_argument("--length", type=int, required=True)
-    from ..config import cli_knobs
+    from ..pot.config import cli_knobs
 
     for f in cli_knobs():  # the pot knobs, as declared (not given: the declared default)
         ap.add_argument(f.metadata["flag"], dest=f.name, type=type(f.default), default=None)
@@ -41,17 +41,17 @@ def main(argv: list[str] | None = None) -> int:
         return torch.get_num_interop_threads()
 
     from ..errors import InfinipotError
-    from ..model import load_model
+    from ..runtime.loading import load_model
     from .progress import Progress
-    from ..devices import gpu_name, peak_mb
+    from ..runtime.devices import gpu_name, peak_mb
     from .speed import SPEED_METHODS, SpeedConfig, measure, peak_rss_since_reset_mb, reset_peak_rss, rss_mb
 
-    from ..threads import configure
+    from ..runtime.threads import configure
 
     configure(a.threads)
     rec: dict = {"method": a.method, "length_target": a.length, "length": 0, "skipped": None}
     try:
-        from ..config import split_method_spec
+        from ..pot.config import split_method_spec
 
         if split_method_spec(a.method)[0] not in SPEED_METHODS:
             raise ValueError(f"unknown method {a.method!r}")

@@ -66,7 +66,7 @@ def load_corpus(path: Path, ids: list[str] | None = None) -> list[dict]:
 def document_pieces(tokenizer, path: str) -> tuple[list[tuple[list[int], str]], str]:
     """The document as the reader feeds it: [(token ids, where)], and its text."""
     from ..documents import open_source
-    from ..reader import token_stream
+    from ..pot.reader import token_stream
 
     src = open_source(path, "auto")
     passages = list(src.passages())
@@ -94,8 +94,8 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
     """Read `doc` with `method` and summarize it as `infinipot summarize` does (a Session: started with the general
     catalyst, the document read, ``Session.summarize`` with its defaults); the measured row. The head and tail
     baselines read their cut of the document's pieces (``Session.read_tokens``), the rest the document itself."""
-    from ..config import SUMMARY_SPREAD, PotConfig, split_method_spec
-    from ..controls import answer_controls
+    from ..pot.config import SUMMARY_SPREAD, PotConfig, split_method_spec
+    from ..answer.controls import answer_controls
     from ..documents import open_source
     from ..session import Catalyst, Session
 
@@ -129,7 +129,7 @@ def run_one(lm, prompts, doc: dict, pieces, text: str, method: str, cfg: Summary
                 "summary": s.text, "overview": s.overview, "key_points": s.key_points,
                 "overview_withheld": s.dropped})
     if s.key_points:  # the floor to beat: the sentences the pot itself judged most important (one per eighth)
-        from ..keypoints import key_points as pot_points
+        from ..answer.keypoints import key_points as pot_points
 
         row["pot_key_points"] = pot_points(eng, prompts.summary_ids())
     return remeasure(row, text, doc)
@@ -160,7 +160,7 @@ def run_summary_bench(lm, docs: list[dict], cfg: SummaryBenchConfig, on_row: Cal
                       kept: list[dict] = (), log=sys.stderr) -> None:
     """Every (document, method) not among the `kept` rows (of an earlier run); `on_row(row)` after each."""
     done = {(r["doc"], r["method"]) for r in kept}
-    from ..prompts import Prompts
+    from ..pot.prompts import Prompts
 
     prompts = Prompts(lm.tokenizer)
     for doc in docs:

@@ -73,19 +73,19 @@ def param_count(name: str) -> int:
 
 
 def _available(dev: torch.device) -> int | None:
-    from ..devices import free_bytes
+    from ..runtime.devices import free_bytes
     from .speed import available_bytes
 
     return free_bytes(dev) if dev.type == "cuda" else available_bytes() if dev.type == "cpu" else None
 
 
 def load_synthetic(name: str, device: str | None = None, dtype: str | None = None, seed: int = 0, progress=None):
-    """A LoadedModel (model.py) for `name`: random weights created on the device in the dtype, the built-in
+    """A LoadedModel (loading.py) for `name`: random weights created on the device in the dtype, the built-in
     tokenizer, the infinipot attention wrapper selected as for a real model."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..model import LoadedModel, builtin_model_path, pick_attention, pick_device, pick_dtype
-    from ..scoring.cap import register_attention
+    from ..runtime.loading import LoadedModel, builtin_model_path, pick_attention, pick_device, pick_dtype
+    from ..runtime.attention import register_attention
 
     t0 = time.perf_counter()
     cfg = build_config(name)

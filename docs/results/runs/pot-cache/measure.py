@@ -8,9 +8,9 @@ from each pot with its section coverage (bench summary's measure)."""
 import json, sys, time
 import torch
 sys.path.insert(0, sys.argv[2] if len(sys.argv) > 2 else ".")  # the tree measured: here the integrator's, with answering.py
-from infinipot_cli.threads import configure
-from infinipot_cli.model import load_model
-from infinipot_cli.config import PotConfig, SUMMARY_SPREAD
+from infinipot_cli.runtime.threads import configure
+from infinipot_cli.runtime.loading import load_model
+from infinipot_cli.pot.config import PotConfig, SUMMARY_SPREAD
 from infinipot_cli.session import Session, Catalyst
 from infinipot_cli.documents import open_source
 from infinipot_cli.evaluate.summary import remeasure, load_corpus

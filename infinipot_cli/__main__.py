@@ -1,0 +1,5 @@
+"""`python -m infinipot_cli ...` runs the `infinipot` command."""
+
+from .app import main
+
+main()

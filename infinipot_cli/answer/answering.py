@@ -1,0 +1,329 @@
+"""Answering a question from the document as read: find the passages, let the model write, check what it wrote.
+
+A small model shown the right passage still often misses its answer: it restates the question ("The document
+above contains the answer to the question."), names the wrong one of two options, or a number from the line
+above. So an answer is made in three steps, each measured (docs/results/qa.md):
+
+1. **Find** (retrieve.py): the question's best passages in the whole document as read (the pot + its archive).
+2. **Write**: the model answers over those passages alone, re-encoded (Engine.answer_over), greedy, with the
+   decoding controls `ask` uses (controls.py: first sentence, no loops).
+3. **Check** against the passages: when the question asks for a kind of thing (an option, a number, a version,
+   an identifier...: spans.py), the spans of that kind in the passages are ranked by how close they stand to
+   the question's words. The model's answer stands when it names the best of them (or one as close), or names
+   none where none stands out. It gives way to the best span, shown with the sentence it comes from, when it
+   names a weaker one or none where a strong one stands. An answer naming a number, name or identifier its
+   passages lack (honesty.py), or saying they lack the answer, gives way to a strong span, else to "The document
+   does not seem to say."; one that names nothing beyond the question, to the best span or sentence.
+
+    reply = answer(engine, prompts, question, sources, max_new_tokens=256)
+    reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
+    reply.how      # "written" | "extracted" | "quoted" | "not-said"
+    reply.short    # what answers: the model's sentence, the span, or the quoted sentence
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import evidence as ev
+from . import honesty, retrieve, spans
+from ..pot.archive import STOPWORDS, clip_words, words
+
+MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
+WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
+MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
+SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident")  # not a quoted word
+STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
+OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
+# words that say something about the document or the question rather than answer it
+_FILLER = frozenset(words("document documents text passage manual page above below answer answers question "
+                          "questions contain contains contained state states stated mention mentions mentioned "
+                          "suggest suggests suggested say says describe describes provide provides discuss "
+                          "discusses explain explains refer refers ask asks asking information following end ends "
+                          "require requires response"))
+_QUOTED = re.compile(r"[\"\u201c'`]([^\"\u201d'`\n]{1,40})[\"\u201d'`]")
+
+
+@dataclass
+class Reply:
+    text: str                  # the answer line
+    how: str                   # "written" | "extracted" | "quoted" | "not-said"
+    short: str                 # the model's sentence, the span taken from the document, or the quoted sentence
+    written: str               # what the model wrote
+    quote: dict | None = None  # the document sentence shown: {"text", "source", page/chapter/section/line}
+    unsupported: list | None = None  # "not-said": what the model named that its passages do not contain
+    evidence: list | None = None     # [evidence.Passage]: the passages found for the question, the answer's first
+
+
+def new_words(answer: str, question: str) -> list[str]:
+    """The content words of `answer` that the question does not have (quoted words count even when it has
+    them: 'The password is "live".'), filler about the document left out."""
+    asked = set(words(question))
+    out = [w for w in words(answer) if w not in STOPWORDS and w not in asked and w not in _FILLER]
+    for q in _QUOTED.findall(answer):
+        out += [w for w in words(q) if w not in STOPWORDS]
+    return list(dict.fromkeys(out))
+
+
+_DOCUMENT = r"(?:based on the document,? )?(?:the|this) (?:document|text|manual|page|passage)\b"
+_REPORTS = re.compile(_DOCUMENT + r" (?:states|mentions|says|notes|explains|suggests|recommends|indicates|shows)"
+                      r"(?: that)?\s+")
+_ABOUT = re.compile(_DOCUMENT)
+
+
+def _about_document(low: str) -> bool:
+    """Whether a (lower-case) answer tells about the document rather than what it says: "the document provides
+    a description of ...", "the document mentions that the document ...", not "the document states that X"."""
+    m = _REPORTS.match(low)
+    return bool(_ABOUT.match(low[m.end():] if m else low))
+
+
+def non_answer(answer: str, question: str) -> bool:
+    """An answer that names nothing beyond the question (a restatement, "The document above contains the
+    answer to the question."), tells about the document instead of answering ("The document provides a detailed
+    description of ..."; "The document mentions that ..." reports an answer and is one), or asks a question back
+    ("Question: What is ...?")."""
+    text = answer.strip()
+    low = text.lower()
+    return (not new_words(text, question) or text.endswith("?") or low.startswith("question:")
+            or _about_document(low))
+
+
+def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[float, int]]:
+    """(weight, unit) of the sentences to look for spans in: each passage's top unit (with the unit after it when
+    it ends with a colon: "issue the following command:" | "$ git bisect reset"), then its other units and its
+    part's heading (a little less), passages weighted by their score relative to the best."""
+    if not found:
+        return []
+    best = max(found[0].score, 1e-9)
+    out = []
+    for f in found:
+        w = f.score / best
+        out.append((w, f.top))
+        after = [u for u in f.units if u > f.top and texts[u].strip()][:1]
+        led = set(after) if texts[f.top].rstrip().endswith(":") else set()
+        out += [(w if u in led else w - 0.5, u) for u in f.units if u != f.top]
+        if f.heading is not None:  # the part's heading: "Noteworthy changes in release 8.26"
+            out.append((w - 0.5, f.heading))
+    return out
+
+
+_IDENT = re.compile(r"[A-Za-z0-9][\w.\-/:@+]*[A-Za-z0-9]")  # a word, number or identifier, punctuation inside
+
+
+def completed(written: str, text: str) -> str:
+    """`written` with each identifier the model cut short written whole: a token of at least 6 characters with a
+    digit, "-" or "_" that `text` (its passages) does not hold as a token but begins exactly one longer token of
+    ("79fd3d1d-6" → "79fd3d1d-681e-4af2-b209-9f3a51745e1f"; a small model copies the head of a long identifier)."""
+    held = set(_IDENT.findall(text))
+    for t in dict.fromkeys(_IDENT.findall(written)):
+        if len(t) < 6 or t in held or not re.search(r"[\d_-]", t):
+            continue
+        longer = {h for h in held if len(h) > len(t) and h.startswith(t)}
+        if len(longer) == 1:
+            written = re.sub(rf"(?<![\w.]){re.escape(t)}(?![\w-])", longer.pop(), written)
+    return written
+
+
+def _text(units: set[int], texts: list[str]) -> str:
+    """The text of `units` in document order: units in a row joined as they stand (a word may be cut between
+    them), others with a space."""
+    out = []
+    for i, u in enumerate(sorted(units)):
+        out.append(texts[u] if i == 0 or u - 1 in units else " " + texts[u])
+    return "".join(out)
+
+
+def decide(question: str, written: str, found: list[retrieve.Found], texts: list[str]
+           ) -> tuple[str, str, int | None, list[str]]:
+    """(how, short, unit, unsupported): keep the model's answer ("written"), take a span of the passages
+    ("extracted"), quote the best sentence ("quoted") or say the document does not seem to say it ("not-said");
+    `unit` is the sentence a span or quote comes from, `unsupported` what the model named that its passages do
+    not contain."""
+    want = spans.wanted(question)
+    sents = _sentences(found, texts)
+    held = _text({u for _, u in sents}, texts)
+    written = completed(written, held)
+    cands: list[tuple[float, spans.Span, int]] = []  # (score, span, unit), best first
+    if want.typed:
+        for w, u in sents:
+            cands += [(s.score + w, s, u) for s in spans.spans(texts[u], want, question)]
+        cands.sort(key=lambda c: -c[0])
+    best = cands[0] if cands else None
+    strong = best is not None and best[1].score >= STRONG
+    own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
+    invented = honesty.unsupported(written, question, held)
+    if invented or honesty.refused(written):  # the model named what its passages lack, or said they lack it
+        return ("extracted", best[1].text, best[2], invented) if strong else ("not-said", "", None, invented)
+    if own and own[0][0] >= best[0] - MARGIN:
+        return "written", written, None, []  # the model named a span that stands as close to the question
+    if non_answer(written, question):  # the passage's strong span, else its best sentence
+        if strong:
+            return "extracted", best[1].text, best[2], []
+        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+    if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
+        return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
+    return "written", written, None, []
+
+
+def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
+            ) -> tuple[str, str, int | None, list[str]]:
+    """`decide` for a question asking for several things (written from several passages): the model's list
+    stands, its items naming what the passages lack left out (honesty.supported_items) — unless each passage's top
+    sentence has a strong span of the kind asked for ("One of the special magic numbers for X is: 4400417.";
+    `listed`) and what would be shown misses one of them: then those spans, one per passage in their rank. Else a
+    non-answer gives way to the best sentence, an answer naming what the passages lack and no list, to "does not
+    seem to say"."""
+    held = _text({u for f in found for u in f.units}, texts)
+    written = completed(written, held)
+    invented = honesty.unsupported(written, question, held)
+    kept = honesty.supported_items(written, question, held) if invented else written
+    items = listed(question, found, texts)
+    if len(items) >= 2 and not all(spans.contains(kept or "", t) for t in items):
+        return "extracted", ", ".join(items), None, []
+    if non_answer(written, question):
+        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+    if not invented:
+        return "written", written, None, []
+    return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
+
+
+def listed(question: str, found: list[retrieve.Found], texts: list[str]) -> list[str]:
+    """The best span of each passage's top sentence that has a strong one (closeness ≥ STRONG) of the kind the
+    question asks for, the best passage's first; [] where the best passage has none (then the list is the
+    model's)."""
+    want = spans.wanted(question)
+    out: list[str] = []
+    for i, f in enumerate(found):
+        got = spans.spans(texts[f.top], want, question) if want.typed else []
+        if not got or got[0].score < STRONG:
+            if i == 0:
+                return []
+            continue
+        if got[0].text not in out:
+            out.append(got[0].text)
+    return out
+
+
+_ENDS = (".", "!", "?", ":", ";")
+
+
+def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, int]:
+    """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
+    of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
+    the previous sentence's end and on to its own, at most about `words` words."""
+    def ends(k: int) -> bool:
+        t = texts[k]
+        return t.rstrip().endswith(_ENDS) or t.endswith("\n\n") or not t.strip()
+
+    lo = hi = unit
+    n = len(texts[unit].split())
+    while lo > 0 and not ends(lo - 1) and n + len(texts[lo - 1].split()) <= words:
+        lo -= 1
+        n += len(texts[lo].split())
+    while not ends(hi) and hi + 1 < len(texts) and texts[hi + 1].strip() and n + len(texts[hi + 1].split()) <= words:
+        hi += 1
+        n += len(texts[hi].split())
+    return lo, hi
+
+
+def quote_line(short: str, how: str, sentence: str, label: str) -> str:
+    """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
+    they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
+    said = f"{OPEN_QUOTE}{clip_around(sentence, '' if how == 'quoted' else short)}{CLOSE_QUOTE}" + \
+        (f" [{label}]" if label else "")
+    return said if how == "quoted" else f"{short} \u2014 {said}"
+
+
+QUOTE_WORDS = 40  # the most words of a sentence on the answer line (a PDF's run-on "sentence"); --json has it whole
+
+
+def clip_around(sentence: str, span: str = "", n: int = QUOTE_WORDS) -> str:
+    """`sentence` on one line, at most `n` words: around the first word holding `span` (a third of them before
+    it), else its head, "…" where cut."""
+    ws = sentence.split()
+    if len(ws) <= n:
+        return " ".join(ws)
+    at = next((i for i, w in enumerate(ws) if span and span in w), 0)
+    lo = max(0, min(at - n // 3, len(ws) - n))
+    hi = lo + n
+    return ("\u2026 " if lo else "") + " ".join(ws[lo:hi]) + (" \u2026" if hi < len(ws) else "")
+
+
+def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62
+           ) -> Reply | None:
+    """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
+    the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
+    written from. None when the document is not held whole (the caller answers from
+    the pot as the paper does)."""
+    many = spans.wanted(question).many
+    got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
+    if got is None:
+        return None
+    found, (d_src, seg, texts) = got
+    shown_as_evidence = found[:ev.MAX_PASSAGES]
+    found = found if many else found[:retrieve.PASSAGES]
+    shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
+    src, ids = retrieve.context(engine, shown, (d_src, seg, texts), prompts.encode("\n\n"), room)
+    written = write(src, ids)
+    if many:
+        how, short, unit, invented = several(question, written, shown, texts)
+    else:
+        how, short, unit, invented = decide(question, written, found, texts)
+    proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
+    if how == "not-said":
+        return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented, evidence=proof)
+    if unit is None:
+        return Reply(short, how, short, written, evidence=proof)
+    lo, hi = sentence_units(texts, unit)
+    pos = d_src[(seg >= lo) & (seg <= hi)]
+    start = int(pos.min()) if pos.numel() else 0
+    source, where = ev.locate(engine, start, sources)
+    sentence = "".join(texts[lo:hi + 1])
+    if how == "quoted":
+        short = " ".join(sentence.split())
+    if "line" in where:  # the unit may start with the line break before its first word
+        where["line"] += len(sentence) - len(sentence.lstrip("\n"))
+    label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
+    quote = {"text": " ".join(sentence.split()), "source": source, **where}
+    return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
+             unit: int | None = None) -> list:
+    """The passages found for the question as the answer's evidence (evidence.Passage, at most MAX_PASSAGES,
+    about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best; each
+    its top unit and the units around it, after its part's heading when that stands apart ("Noteworthy changes
+    in release 8.26 … b2sum is added"), located at its first word."""
+    d_src, seg, texts = doc
+    order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
+    per = ev.MAX_WORDS // ev.MAX_PASSAGES
+    out = []
+    for f in order:
+        i = f.units.index(f.top)
+        lo = hi = i
+        n = len(texts[f.top].split())
+        while True:  # the top unit, then its neighbours alternately, within `per` words
+            grew = False
+            for j in (hi + 1, lo - 1):
+                if 0 <= j < len(f.units) and n + len(texts[f.units[j]].split()) <= per + 6:
+                    n += len(texts[f.units[j]].split())
+                    lo, hi = min(lo, j), max(hi, j)
+                    grew = True
+            if not grew:
+                break
+        units = f.units[lo:hi + 1]
+        pos = d_src[(seg >= units[0]) & (seg <= units[-1])]
+        a, b = int(pos.min()), int(pos.max()) + 1
+        ids = ev.document_tokens(engine, a, b)
+        whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else "".join(texts[u] for u in units)
+        text = clip_words(whole, per + 6)
+        if f.heading is not None and f.heading not in units:
+            text = f"{' '.join(texts[f.heading].split())} \u2026 {text}"
+        source, where = ev.locate(engine, a, sources)
+        if "line" in where:
+            where["line"] += len(whole) - len(whole.lstrip("\n"))
+        out.append(ev.Passage(text=text, start=a, stop=b, score=f.score, source=source, where=where))
+    return out

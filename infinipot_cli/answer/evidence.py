@@ -1,0 +1,422 @@
+"""Evidence: the passages of the document an answer rests on, with where they are (page, chapter, line).
+
+An answer is written over the text the pot holds after the question's last distillation (InfiniPot §3.2;
+re-encoded, docs/design.md). Which of those entries the answer drew on is read off the model itself: one
+forward of [header | kept text | prompt | answer] captures the attention of the answer's rows over the kept
+text (scoring/capture.py, the CaP capture, §3.3.1 Eq. 2, with the answer's rows in place of the catalyst's), in
+the deeper half of the layers. The document as read (the pot and its archive hold every token) is cut into
+units (sentences, and lines: man pages and changelogs are lines), each unit scored by the attention its
+tokens got from the answer (0 for text the answer did not see) plus the plain word overlap of the question
+and the answer with it, each scaled to its maximum (rule "document"; the other RULES rank the kept text
+alone; measured in docs/results/qa.md: the answer's attention alone found the answer's passage least often).
+The best units, each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES
+passages, about MAX_WORDS words in all; the second is the unit the question's words alone rank first (a wrong
+answer's words point at what misled it, the question's at where the answer should be). The evidence is there
+for a reader to check the answer against, so it may show the passage that holds the answer when the model's
+answer missed it.
+
+Each passage is located with the engine's provenance (reader.py labels every piece: "p. 12 · Title",
+"ch. 3 · Title", "§ Title", "line 40") and the sources' token counts (which file). A text file's label is
+the first line of a ~2 KB piece; the exact line is counted from the document's own tokens between the
+piece's start and the passage (the pot and its archive together hold every token read, archive.py).
+
+    ctx_src, ctx_tok  (N,)  document position / token id of every kept entry the answer saw, in pot order
+    att               (N,)  attention of the answer's rows on each of them (summed over rows, heads, layers)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from ..pot.archive import STOPWORDS, clip_words, count_words, words
+from ..runtime.loading import with_cache
+from ..pot.scoring import capture as cap_scores
+from ..pot.scoring.segments import BoundaryTable, segment_ids, unit_starts
+from ..documents.where import Where, without
+
+MAX_PASSAGES = 3
+MAX_WORDS = 120          # words in all the passages together, about
+UNIT_TOKENS = 40         # a unit (sentence / line) is cut into pieces of at most this many tokens
+FROM_DEPTH = 0.5         # attention is read from the layers at this depth and deeper (where CaP reads it)
+RULES = ("attention", "relevance", "words", "combined", "document")
+DEFAULT_RULE = "document"  # measured best on bench qa (docs/results/qa.md); attention alone was the worst
+ASKED_RULES = ("combined", "document")  # their second passage is the one the question's words point at
+MAX_DOCUMENT_TOKENS = 4_000_000  # "document": longer documents are ranked over the kept text only
+
+
+@dataclass
+class Passage:
+    """One passage of evidence: its text, the document positions [start, stop) and where it is."""
+
+    text: str
+    start: int
+    stop: int
+    score: float
+    source: str = ""
+    where: dict = field(default_factory=dict)   # page / chapter / section / line, as the format has them
+
+    def as_json(self) -> dict:
+        return {"text": self.text, "source": self.source, **self.where}
+
+    def label(self) -> str:
+        return where_label(self.where)
+
+
+def where_label(w: dict) -> str:
+    """A short human location from a location dict: 'p. 12 · Title', 'ch. 3', 'line 40 · OPTIONS', '§ Title'."""
+    kind = next((k for k in ("page", "chapter", "line") if k in w), None)
+    return Where(section=w.get("section") or "", **({kind: w[kind]} if kind else {})).label()
+
+
+# ---- what the answer saw -----------------------------------------------------------------------------------
+@torch.no_grad()
+def answer_attention(model, header: list[int], ctx_tok: torch.Tensor, prompt: list[int], answer: list[int],
+                     from_depth: float = FROM_DEPTH) -> tuple[torch.Tensor, torch.Tensor]:
+    """(att, rel), each (N,) over the kept text `ctx_tok`: the attention of the answer's rows (summed over those
+    rows, the query heads and the layers from `from_depth` on), and its relevance: the mean answer row's
+    attention minus the mean prompt row's (what the answer looked at beyond what the request looks at)."""
+    n = ctx_tok.numel()
+    if n == 0 or not answer:
+        z = torch.zeros(n)
+        return z, z
+    from transformers import DynamicCache
+
+    dev = next(model.parameters()).device
+    ids = torch.tensor([list(header) + ctx_tok.tolist() + list(prompt) + list(answer)], device=dev)
+    rows = len(prompt) + len(answer)
+    L = model.config.get_text_config().num_hidden_layers if hasattr(model.config, "get_text_config") \
+        else model.config.num_hidden_layers
+    with cap_scores.capture(rows=rows, focus=(len(prompt), rows), from_layer=int(L * from_depth)) as capt:
+        model.model(input_ids=ids, use_cache=True, **with_cache(model.model, DynamicCache()))
+    a, b = len(header), len(header) + n
+    total = sum(s[:, a:b].float().sum(0).cpu() for s in capt.scores.values())    # (N,) prompt + answer rows
+    rel = sum(r[:, a:b].float().sum(0).cpu() for r in capt.relevance.values())   # (N,) mean(ans) - mean(prompt)
+    # the captured sum is S_p + S_a over prompt and answer rows, the relevance S_a/na - S_p/np: solve for S_a
+    na, npr = len(answer), len(prompt)
+    att = na * (rel + total / npr) / (1 + na / npr)
+    return att.clamp_min(0), rel
+
+
+# ---- parts: what a passage may not cross ---------------------------------------------------------------------
+def part_key(label: str) -> str:
+    """What a provenance label says beyond the line: the source (with several), the page, chapter or section.
+    "story.epub · ch. 2 · Storm" -> itself, "sed.txt · line 40" -> "sed.txt", "line 40" -> ""."""
+    return without(label, "line")
+
+
+def part_starts(provenance: list, sources: Sequence[tuple[str, int]] = ()) -> list[int]:
+    """Document positions where a new part begins: a new source, page, chapter or section (a text file's
+    "line N" labels are one part). A passage or a unit never spans two parts: evidence credited to one file
+    or chapter must be that file's or chapter's text."""
+    out: set[int] = set()
+    prev = None
+    for start, label in provenance:
+        key = part_key(label)
+        if prev is not None and key != prev:
+            out.add(int(start))
+        prev = key
+    at = 0
+    for _, n in list(sources)[:-1]:
+        at += int(n)
+        out.add(at)
+    out.discard(0)
+    return sorted(out)
+
+
+def part_ids(src: torch.Tensor, starts: Sequence[int]) -> torch.Tensor:
+    """(N,) the part each document position `src` (N,) lies in (0 before the first of `starts`)."""
+    if not starts:
+        return torch.zeros_like(src, dtype=torch.long)
+    return torch.searchsorted(torch.tensor(list(starts), dtype=torch.long), src.long().contiguous(), right=True)
+
+
+# ---- units of kept text ------------------------------------------------------------------------------------
+def units(src: torch.Tensor, tok: torch.Tensor, tokenizer, boundaries: BoundaryTable | None = None,
+          parts: torch.Tensor | None = None) -> tuple[torch.Tensor, list[str]]:
+    """(seg (N,) unit index per entry, texts): sentences and lines of the kept text, gaps in the document
+    and part boundaries (`parts` (N,): part_ids) splitting them too, each at most UNIT_TOKENS tokens."""
+    if src.numel() == 0:
+        return torch.zeros(0, dtype=torch.long), []
+    boundaries = boundaries or BoundaryTable(tokenizer)
+    starts = unit_starts(src[None], tok[None], boundaries)[0].clone()
+    if parts is not None and parts.numel() > 1:
+        starts[1:] |= parts[1:] != parts[:-1]
+    nl = _newline_ids(tokenizer, tok)
+    after_nl = torch.zeros_like(starts)
+    after_nl[1:] = nl[:-1]
+    starts |= after_nl
+    starts[0] = True
+    seg = segment_ids(starts[None], UNIT_TOKENS)[0]
+    K = int(seg.max()) + 1
+    pieces = [[] for _ in range(K)]
+    for s, t in zip(seg.tolist(), tok.tolist()):
+        pieces[s].append(t)
+    return seg, decode_all(tokenizer, pieces)
+
+
+def decode_all(tokenizer, pieces: list[list[int]]) -> list[str]:
+    """The text of each list of token ids (one batched call where the tokenizer has it)."""
+    batch = getattr(tokenizer, "batch_decode", None)
+    return batch(pieces, skip_special_tokens=True) if batch else [tokenizer.decode(p) for p in pieces]
+
+
+def _newline_ids(tokenizer, tok: torch.Tensor) -> torch.Tensor:
+    """(N,) bool: the token's text ends with a line break."""
+    uniq = tok.unique().tolist()
+    ends = {i for i in uniq if tokenizer.decode([i]).endswith("\n")}
+    return torch.tensor([t in ends for t in tok.tolist()], dtype=torch.bool) if len(tok) else torch.zeros(0, dtype=torch.bool)
+
+
+def word_scores(texts: Sequence[str], query: str) -> torch.Tensor:
+    """(K,) BM25-like overlap of each unit with the query's content words (idf over the units themselves)."""
+    terms = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
+    bags = [set(words(t)) for t in texts]
+    K = len(texts)
+    out = torch.zeros(K)
+    for w in terms:
+        df = sum(w in b for b in bags)
+        if df:
+            idf = math.log(1 + (K - df + 0.5) / (df + 0.5))
+            out += torch.tensor([idf if w in b else 0.0 for b in bags])
+    return out
+
+
+def unit_scores(rule: str, seg: torch.Tensor, texts: list[str], att: torch.Tensor, rel: torch.Tensor,
+                query: str) -> torch.Tensor:
+    """(K,) one score per unit under `rule` (RULES): attention (the answer's attention summed over the unit),
+    relevance (the answer-minus-prompt attention summed), words (word overlap with question + answer), combined
+    and document (the attention share plus the word score, each scaled to its maximum; "document" scores
+    every unit of the document, where attention is 0 outside the kept text)."""
+    K = len(texts)
+    if rule not in RULES:
+        raise ValueError(f"unknown evidence rule {rule!r}; choose {', '.join(RULES)}")
+    A = torch.zeros(K).scatter_add_(0, seg, att.float())
+    if rule == "attention":
+        return A
+    if rule == "relevance":
+        return torch.zeros(K).scatter_add_(0, seg, rel.float())
+    W = word_scores(texts, query)
+    if rule == "words":
+        return W + 1e-6 * A  # ties (no shared word) go to the attention
+    return A / A.max().clamp_min(1e-9) + W / W.max().clamp_min(1e-9)
+
+
+# ---- passages ----------------------------------------------------------------------------------------------
+def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch.Tensor,
+           max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS, asked: torch.Tensor | None = None,
+           part_at: Sequence[int] = ()) -> list[tuple[list[int], float]]:
+    """The best units, each widened with neighbouring units (adjacent in the document, in the same part: no
+    source, page, chapter or section boundary of `part_at` between them) to about max_words / max_passages
+    words; returns [(unit indices in document order, score)], best first. `asked` (K,): the question's own
+    word scores; the unit it ranks first is the second passage (where the question points, which a wrong
+    answer's words do not)."""
+    K = len(texts)
+    if K == 0:
+        return []
+    src, seg = src.long(), seg.long()
+    first_t = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # document span
+    last_t = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")        # of every unit
+    part = part_ids(first_t, part_at).tolist()  # (K,) the part of every unit's first token
+    first, last = first_t.tolist(), last_t.tolist()
+    nwords = [count_words(t) for t in texts]
+    per = max(8, max_words // max_passages)
+    used: set[int] = set()
+    out = []
+    order = scores.argsort(descending=True).tolist()
+    if asked is not None and float(asked.max()) > 0:
+        order = order[:1] + [int(asked.argmax())] + order[1:]
+    for k in order:
+        if len(out) >= max_passages or k in used or not texts[k].strip():
+            continue
+        group, n = [k], nwords[k]
+        lo, hi = k, k
+        while n < per:  # widen: the next unit after, then the one before, while adjacent in the document
+            grew = False
+            for j in (hi + 1, lo - 1):
+                if not (0 <= j < K) or j in used or n + nwords[j] > per + 6:
+                    continue
+                touching = last[hi] + 1 == first[j] if j > hi else last[j] + 1 == first[lo]
+                if touching and part[j] == part[k]:
+                    group.append(j)
+                    n += nwords[j]
+                    lo, hi = min(lo, j), max(hi, j)
+                    grew = True
+            if not grew:
+                break
+        used.update(group)
+        out.append((sorted(group), float(scores[k])))
+    return out
+
+
+def _clip_words(text: str, limit: int) -> str:
+    return clip_words(text, limit)
+
+
+# ---- locations ---------------------------------------------------------------------------------------------
+def display_name(path: str) -> str:
+    """A source's name as evidence shows it: "stdin" for "-" (documents.base.display_name, without importing
+    the readers)."""
+    return "stdin" if path == "-" else path
+
+
+def source_of(pos: int, sources: Sequence[tuple[str, int]]) -> str:
+    """The name of the source document position `pos` belongs to ("stdin" for "-"); sources: [(path, tokens)]
+    in reading order."""
+    at = 0
+    for path, n in sources:
+        if pos < at + n:
+            return display_name(path)
+        at += n
+    return display_name(sources[-1][0]) if sources else ""
+
+
+def parse_where(label: str) -> dict:
+    """{'page'|'chapter'|'line'|'section': ...} from a provenance label ('doc.pdf · p. 12 · 3 Utilities')."""
+    w = Where.parse(label)
+    kind = w.kind()
+    out: dict = {kind: getattr(w, kind)} if kind else {}
+    if w.section:
+        out["section"] = w.section
+    return out
+
+
+def provenance_at(provenance: list, pos: int) -> tuple[int, str]:
+    """(first token of the labelled piece, label) holding document position `pos`."""
+    start, label = 0, ""
+    for s, w in provenance:
+        if s > pos:
+            break
+        start, label = s, w
+    return start, label
+
+
+def document_tokens(engine, lo: int, hi: int) -> list[int] | None:
+    """The document's token ids at positions [lo, hi), from the pot and its archive; None when some are held
+    by neither (a per-head pot, or a read interrupted)."""
+    if hi <= lo:
+        return []
+    out = torch.full((hi - lo,), -1, dtype=torch.long)
+    src, tok = engine.pot.src.flatten().cpu(), engine.pot.tok.flatten().cpu()
+    m = (src >= lo) & (src < hi)
+    out[src[m] - lo] = tok[m]
+    arch = engine.archive
+    if len(arch):
+        segs = torch.tensor(arch._segs, dtype=torch.long).view(-1, 2)
+        hit = ((segs[:, 0] < hi) & (segs[:, 0] + segs[:, 1] > lo)).nonzero().flatten().tolist()
+        for i in hit:
+            s, ids = arch.segment(i)
+            ids_t = torch.tensor(ids, dtype=torch.long)
+            p = torch.arange(s, s + len(ids))
+            k = (p >= lo) & (p < hi)
+            out[p[k] - lo] = ids_t[k]
+    if bool((out < 0).any()):
+        return None
+    return out.tolist()
+
+
+def locate(engine, pos: int, sources: Sequence[tuple[str, int]]) -> tuple[str, dict]:
+    """(source path, location) of document position `pos`. Text files: the exact line, counted from the tokens
+    between the labelled piece's start and `pos` (the piece's own first line when they are not all held)."""
+    start, label = provenance_at(engine.provenance, pos)
+    where = parse_where(label)
+    if "line" in where and pos > start:
+        ids = document_tokens(engine, start, pos)
+        if ids is not None:
+            text = engine.tok.decode(ids, skip_special_tokens=True).lstrip("\n")  # a passage's leading blank line
+            where["line"] += text.count("\n")
+    return source_of(pos, sources), where
+
+
+# ---- the whole step ----------------------------------------------------------------------------------------
+@dataclass
+class Context:
+    """What an answer was written from: the kept entries (pot order) and the pinned header's token ids."""
+
+    src: torch.Tensor
+    tok: torch.Tensor
+    header: list[int]
+
+    @classmethod
+    def of(cls, engine) -> "Context | None":
+        """The context of the engine's last answer (None before any)."""
+        got = getattr(engine, "answered_from", None)
+        return cls(*got) if got is not None else None
+
+    def text(self, tokenizer) -> str:
+        return tokenizer.decode(self.tok.tolist(), skip_special_tokens=True)
+
+
+def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str,
+             sources: Sequence[tuple[str, int]], rule: str = DEFAULT_RULE, scored: dict | None = None
+             ) -> list[Passage]:
+    """The passages `answer` rests on (at most MAX_PASSAGES, ~MAX_WORDS words), best first. `scored`: what
+    score_context() returned for the same context and answer (to rank under another rule without a forward)."""
+    if scored is None:
+        scored = score_context(engine, ctx, prompt, answer, sources)
+    seg, texts, att, rel, src = scored["seg"], scored["texts"], scored["att"], scored["rel"], ctx.src
+    bounds = part_starts(engine.provenance, sources)
+    if rule == "document":
+        doc = document_units(engine, sources=sources)
+        if doc is not None:
+            d_src, seg, texts = doc
+            att = torch.zeros(d_src.numel()).index_put_((ctx.src,), att.float(), accumulate=True)
+            rel = torch.zeros(d_src.numel())
+            src = d_src
+    if not texts:
+        return []
+    s = unit_scores(rule, seg, texts, att, rel, f"{question} {answer}")
+    asked = word_scores(texts, question) if rule in ASKED_RULES else None
+    out = []
+    per = max(8, MAX_WORDS // MAX_PASSAGES)
+    for group, score in choose(seg, texts, src, s, asked=asked, part_at=bounds):
+        members = torch.isin(seg, torch.tensor(group))
+        pos = src[members]
+        start, stop = int(pos.min()), int(pos.max()) + 1
+        # the passage decoded as one run of the document's tokens: units joined by a space would split a word
+        # cut between two units (": q!" for ":q!")
+        ids = document_tokens(engine, start, stop) if stop - start == int(members.sum()) else None
+        whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else " ".join(texts[g] for g in group)
+        # a unit cut inside a character (a byte-level vocabulary splits non-Latin letters over tokens) starts or
+        # ends with a piece of it, decoded as U+FFFD: not text of the document
+        text = _clip_words(whole.strip("\ufffd"), per + 6)
+        source, where = locate(engine, start, sources)
+        if "line" in where:  # the line of the passage's first word (it may start with the line break before it)
+            where["line"] += len(whole) - len(whole.lstrip("\n"))
+        out.append(Passage(text=text, start=start, stop=stop, score=score, source=source, where=where))
+    return out
+
+
+def document_units(engine, limit: int = MAX_DOCUMENT_TOKENS, sources: Sequence[tuple[str, int]] = ()
+                   ) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
+    """(src (T,), seg (T,), texts) of the whole document as read (the pot and its archive), cut at its parts
+    (part_starts), cached on the engine until it reads more; None when it is longer than `limit` or not all of
+    it is held."""
+    n = engine.tokens_read
+    bounds = part_starts(engine.provenance, sources)
+    cached = getattr(engine, "_evidence_units", None)
+    if cached is not None and cached[0] == (n, bounds):
+        return cached[1]
+    ids = document_tokens(engine, 0, n) if 0 < n <= limit else None
+    out = None
+    if ids is not None:
+        src = torch.arange(n)
+        seg, texts = units(src, torch.tensor(ids, dtype=torch.long), engine.tok, engine.boundaries,
+                           parts=part_ids(src, bounds))
+        out = (src, seg, texts)
+    engine._evidence_units = ((n, bounds), out)
+    return out
+
+
+def score_context(engine, ctx: Context, prompt: list[int], answer: str,
+                  sources: Sequence[tuple[str, int]] = ()) -> dict:
+    """The units of the kept text and the answer's attention over them (one forward, see answer_attention)."""
+    tokz = engine.tok
+    seg, texts = units(ctx.src, ctx.tok, tokz, engine.boundaries,
+                       parts=part_ids(ctx.src, part_starts(engine.provenance, sources)))
+    ans_ids = tokz.encode(answer, add_special_tokens=False) if answer.strip() else []
+    att, rel = answer_attention(engine.model, ctx.header, ctx.tok, prompt, ans_ids)
+    return {"seg": seg, "texts": texts, "att": att, "rel": rel}

@@ -1,0 +1,628 @@
+"""The Continual Context Distillation loop — InfiniPot §3.2 (Figure 1b).
+
+    header (pinned) -> [ chunk ... until the pot is full | + catalyst -> score -> keep C + CR-RoPE ] * -> prompt -> answer
+
+Tokens are fed in any number of pieces (`feed`); the engine forwards them through the model over the pot in
+chunks of at most `chunk` tokens. When the next tokens would overflow the pot (M entries, catalyst included),
+the last piece that fits is forwarded together with the catalyst prompt, the policy picks C entries per
+(layer, KV head), the catalyst is dropped and the kept keys are re-rotated to positions 0..C-1. Memory never
+exceeds M entries per head, whatever the length of the document.
+
+The engine reports progress as `Event`s to a callback, so a display or a benchmark follows it without
+reaching into it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .archive import Archive
+from .config import PotConfig, catalyst_room, check_catalyst_room, split_method_spec  # noqa: F401 - re-exported
+from ..runtime.generate import AnswerCache, answer_room, generate
+from ..runtime.devices import Clock, Tally, to_device
+from ..runtime.loading import with_cache
+from ..errors import UsageError
+from ..interrupts import deferred_interrupt
+from .pot import MemoryPot, shared_row
+from .scoring import capture as cap_scores
+from .scoring.nuc import novelty
+from .scoring.policies import make_policy
+from .scoring.policy import SelectionInputs
+from .scoring.segments import BoundaryTable, unit_starts
+from .spread import spread_select
+
+
+def where_at(provenance: list, index: int) -> str:
+    """The label of document token `index`: provenance is [(first token index, label)] in reading order."""
+    w = ""
+    for start, label in provenance:
+        if start > index:
+            break
+        w = label
+    return w
+
+
+@dataclass
+class Event:
+    kind: str                      # "forward" | "read" | "distill" | "answer" | "token" | "done"
+    tokens_read: int
+    cycles: int
+    entries: int                   # pot entries per head now
+    pinned: int
+    distilled: int
+    size: int | None
+    where: str
+    elapsed_s: float
+    kv_bytes: int
+    text: str = ""                 # "token": the new text
+    chunk: int = 0                 # "forward": document tokens in the forward pass now starting
+    # "distill": the document positions the pot holds (negative: the pinned header), in any order and possibly
+    # repeated (display.as_sorted_positions sorts them): a view of the pot's metadata, read only by a listener
+    kept_src: torch.Tensor | None = None
+
+
+class Timings(Tally):
+    """Seconds per phase of the reading loop (attributes and `as_dict()`): device time from devices.Clock spans,
+    so the timers never wait for the device."""
+
+    def __init__(self):
+        super().__init__(("forward", "nuc", "cap", "select", "rerotate", "answer"))
+
+
+class Engine:
+    """One reader: a pot, a selection policy and a catalyst. Feed it a document, then `ask` or `summarize`."""
+
+    def __init__(self, model, tokenizer, config: PotConfig, catalyst_ids: list[int] | None = None,
+                 on_event: Callable[[Event], None] | None = None, catalyst_focus: tuple[int, int] | None = None):
+        self.model = model
+        self.tok = tokenizer
+        self.cfg = config.validate()
+        self.policy = make_policy(config)
+        self.catalyst = list(catalyst_ids or [])
+        self.catalyst_focus = catalyst_focus  # the question's rows inside the catalyst (prompts.Focus)
+        self.boundaries = BoundaryTable(tokenizer)  # sentence ends, for segment selection
+        self.on_event = on_event
+        self.device = next(model.parameters()).device
+        self.clock = Clock(self.device)
+        self.pot = MemoryPot(model, config.size if config.bounded else None)
+        self.pending: list[int] = []
+        self.tokens_read = 0              # document tokens forwarded into the pot
+        self.cycles = 0
+        self.prev_hidden: torch.Tensor | None = None  # (d,) last hidden state, predicts the next token
+        self.provenance: list[tuple[int, str]] = []   # (first document token index, where)
+        self._fed = 0                     # document tokens fed (forwarded + pending)
+        self.where = ""
+        self.timings = Timings()
+        self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
+        self.archive = Archive(config.archive_segment)  # evicted sentences (token ids), for questions asked later (recall)
+        self.recalled = 0                 # tokens the last answer recalled from the archive
+        # (src, tok (N,), header ids): the kept text the last answer was written from (evidence.py reads it)
+        self.answered_from: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
+        self._expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
+        # (prompt, focus, Capture) of the read's last forward: used once, dropped when the pot changes
+        self._prepared: tuple | None = None
+        self.t0 = time.perf_counter()
+        self._check_room()
+
+    # ---- configuration --------------------------------------------------------------------------
+    def _cat_len(self) -> int:
+        return len(self.catalyst) if self.policy.catalyst == "prompt" else 0
+
+    def _check_room(self) -> None:
+        """The catalyst must leave room to read (sizes themselves are checked by PotConfig.validate)."""
+        check_catalyst_room(self.cfg, self._cat_len())
+
+    def set_catalyst(self, ids: list[int], focus: tuple[int, int] | None = None) -> None:
+        self.catalyst = list(ids)
+        self.catalyst_focus = focus
+        self._check_room()
+
+    def listen(self, on_event: Callable[[Event], None] | None) -> None:
+        """Report progress to `on_event` from now on (elapsed times count from now)."""
+        self.on_event = on_event
+        self.t0 = time.perf_counter()
+
+    def expect(self, prompt_ids: list[int] | None, focus: tuple[int, int] | None = None) -> None:
+        """The next answer's prompt, known while reading (`ask`). The read's last forward then carries it as
+        the catalyst, so the question's last distillation (§3.2) scores the pot from that forward instead of
+        a forward of its own after the read: the same attention rows, in one product with the last piece
+        rather than a 34-row pass over the whole pot before the first token. None: no prompt expected."""
+        self._expected = (list(prompt_ids), focus) if prompt_ids else None
+
+    def drop_pending(self) -> None:
+        """Forget tokens fed but not yet forwarded (an interrupted read keeps what the pot holds)."""
+        self.pending = []
+        self._fed = self.tokens_read
+
+    # ---- reading --------------------------------------------------------------------------------
+    def pin(self, ids: list[int]) -> None:
+        """Forward the header (chat template start + reading instruction); it is never evicted."""
+        assert len(self.pot) == 0, "pin() must come first"
+        if self.cfg.bounded and len(ids) >= self.cfg.keep:
+            raise UsageError(f"{self.cfg.keep_named()} must exceed the pinned header ({len(ids)} tokens)")
+        self._forward(ids, pinned=True)
+        self.pot.n_pinned = len(ids)
+        self.pot.n_distilled = len(ids)
+
+    def _room(self) -> int:
+        if not self.cfg.bounded:
+            return 1 << 62
+        return self.cfg.size - self._cat_len() - len(self.pot)
+
+    def feed(self, ids: list[int], where: str = "") -> None:
+        """Add document tokens; forwards and distills as the pot fills."""
+        if not ids:
+            return
+        if where and (not self.provenance or self.provenance[-1][1] != where):
+            self.provenance.append((self._fed, where))
+        self._fed += len(ids)
+        self.pending.extend(ids)
+        chunk = self.cfg.chunk
+        while True:
+            room = self._room()
+            if len(self.pending) > room:  # the pot would overflow: fill it, catalyst, distill
+                self._fill_and_distill(room)
+            elif len(self.pending) > chunk and room > chunk:  # the last piece waits for finish()
+                self._forward(self._take(chunk))
+            else:
+                break
+
+    def finish(self) -> None:
+        """Forward whatever is pending (it fits: feed() distills before the pot could overflow); the last piece
+        carries the expected prompt as the catalyst of the final distillation when one will run (expect())."""
+        while self.pending:
+            room = self._room()
+            if len(self.pending) > room:
+                self._fill_and_distill(room)
+            elif len(self.pending) > self.cfg.chunk:
+                self._forward(self._take(self.cfg.chunk))
+            else:
+                self._forward_last(self._take(len(self.pending)))
+
+    def _forward_last(self, ids: list[int]) -> None:
+        """The read's last forward, with the expected prompt appended as the final distillation's catalyst when
+        the pot will be narrowed for it (a bounded pot already distilled, which the question narrows to
+        `final_keep`) and pot + piece + prompt fit in M."""
+        exp = self._expected
+        if (exp is None or self.policy.catalyst != "prompt" or not self.cfg.bounded or self.cycles == 0
+                or len(self.pot) + len(ids) + len(exp[0]) > self.cfg.size):
+            self._forward(ids)
+            return
+        prompt, focus = exp
+        _, capt = self._forward(ids, prompt, len(prompt), focus=focus)
+        self._prepared = (prompt, focus, capt)
+
+    def _take(self, n: int) -> list[int]:
+        out, self.pending = self.pending[:n], self.pending[n:]
+        return out
+
+    def _fill_and_distill(self, room: int) -> None:
+        chunk = self.cfg.chunk
+        while room > chunk:
+            self._forward(self._take(chunk))
+            room -= chunk
+        cat, rows = self.catalyst_for(self.catalyst)
+        _, capt = self._forward(self._take(room), cat, rows, focus=self.catalyst_focus)
+        self._distill(self.cfg.keep, capt)
+
+
+    # ---- one forward pass -----------------------------------------------------------------------
+    def catalyst_for(self, prompt: list[int]) -> tuple[list[int], int]:
+        """(tokens to append, query rows to capture) for a distillation with `prompt` as the catalyst: the prompt
+        and all its rows (a CaP policy), nothing and the last row ("last": TOVA), or nothing (no catalyst)."""
+        if self.policy.catalyst == "prompt":
+            return list(prompt), len(prompt)
+        if self.policy.catalyst == "last":
+            return [], 1
+        return [], 0
+
+    def catalyst_capture(self, cat: list[int], rows: int) -> cap_scores.Capture:
+        """The attention the last `rows` query rows of the catalyst `cat` (catalyst_for) give the pot's entries,
+        from one forward of `cat` alone over the pot; the catalyst's entries are cropped away afterwards, so the
+        pot is left as it was."""
+        return self._forward([], cat, rows)[1]
+
+    @torch.no_grad()
+    def _forward(self, ids: list[int], cat: list[int] | None = None, rows: int = 0, pinned: bool = False,
+                 focus: tuple[int, int] | None = None, src: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, cap_scores.Capture]:
+        """Forward `ids` (document or header) [+ catalyst `cat`] over the pot; returns (hidden, capture).
+
+        The document part is recorded in the pot; the catalyst's entries are cropped away afterwards.
+        `rows`: capture the attention of the last `rows` query rows (CaP rows / TOVA's last token);
+        `focus`: the question's rows among them (question relevance, scoring/capture.py); `src`: (n,) document
+        positions of `ids` re-read from the archive (recall): the reading position does not advance.
+        """
+        pol = self.policy
+        cat = list(cat or [])
+        n = len(ids)
+        inp = ids + cat
+        self._prepared = None  # the pot changes: a prepared capture no longer describes it
+        if not inp:
+            return torch.zeros(0), cap_scores.Capture()
+        base_len = len(self.pot)
+        recalled = src is not None
+        clock = self.clock
+        if n and not pinned and not recalled:
+            self._emit("forward", chunk=n)  # a display shows the pass's progress until its "read"
+        try:  # nothing but the cache changes in here; on any exception (Ctrl-C included) it is cropped back
+            if pol.needs_units:  # each id's text flags, from the host list (scoring/segments.BoundaryTable)
+                self.boundaries.observe(inp)
+            self.pot.reserve(base_len + len(inp))
+            t0 = clock.now()
+            x = to_device([inp], self.device)  # (1, T): no wait for the device (pinned copy on CUDA)
+            focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
+            with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus,
+                                    from_layer=pol.cap_from(self.pot.num_layers), device=self.device) as capt:
+                out = self.model.model(input_ids=x, use_cache=True, **with_cache(self.model.model, self.pot.cache))
+            hidden = out.last_hidden_state[0]  # (T, d)
+            self.timings.add("forward", clock.span(t0))
+            self.timings.add("forward", *capt.spans, sign=-1.0)
+            self.timings.add("cap", *capt.spans)
+            self.pot.note_peak()
+            if n:
+                ids_t = x[0, :n]
+                if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
+                    t1 = clock.now()
+                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t, sample=self.cfg.nuc_sample)
+                    self.timings.add("nuc", clock.span(t1))
+                else:
+                    nov = torch.zeros(n, device=self.device)
+                if pinned:
+                    src = -1 - torch.arange(n, device=self.device)
+                elif not recalled:
+                    src = torch.arange(self.tokens_read, self.tokens_read + n, device=self.device)
+                last = hidden[n - 1].clone()
+            acc = None
+            if pol.needs_acc and capt.scores:
+                S = base_len + n
+                acc = torch.stack([capt.scores[l][:, :S].to(self.pot.acc.device)
+                                   for l in range(self.pot.num_layers)])  # (L, H, S)
+        except BaseException:
+            self.pot.crop(base_len)
+            if ids and not pinned and not recalled:
+                self.pending = list(ids) + self.pending  # not read: back to the front of the queue
+            raise
+        with deferred_interrupt():  # commit: metadata, counters and cache length change together
+            if n:
+                self.pot.append_meta(src, ids_t, nov)
+            if n and not recalled:
+                self.prev_hidden = last
+                if not pinned:
+                    self.tokens_read += n
+                    self.where = where_at(self.provenance, self.tokens_read - 1)
+            if acc is not None:
+                self.pot.acc = self.pot.acc + acc
+            self.pot.crop(base_len + n)
+        if not pinned and not recalled and n:
+            self._emit("read")
+        return hidden, capt
+
+    # ---- distillation ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False, general: bool | None = None
+                 ) -> None:
+        """Keep `keep` entries per (layer, head): pinned header + the policy's choice; CR-RoPE. `final`: the
+        distillation before an answer, which the answer undoes: it neither counts as a reading cycle nor archives
+        what it evicts (that text is back in the pot after the answer). `general`: the catalyst asks no question
+        (default: the reading catalyst's)."""
+        pot, pol = self.pot, self.policy
+        S = len(pot)
+        npin = pot.n_pinned
+        if S <= keep:
+            return
+        clock = self.clock
+        t0 = clock.now()
+        L, H = pot.num_layers, pot.num_kv_heads
+        cap = rel = starts = None
+        if pol.catalyst is not None and capt is not None and capt.scores:
+            dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
+            unread = torch.zeros(H, S - npin, device=dev)  # layers below the policy's cap_from: not captured
+
+            def stack(by_layer: dict[int, torch.Tensor]) -> torch.Tensor:  # -> (L, H, N)
+                return torch.stack([by_layer[l][:, npin:S].float().to(dev) if l in by_layer else unread
+                                    for l in range(L)])
+            cap = stack(capt.scores)
+            if capt.relevance:
+                rel = stack(capt.relevance)
+        if pol.needs_units:
+            rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
+            starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
+        inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
+                              rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
+        general = self.catalyst_focus is None if general is None else general
+        if self._spreads(general):  # a general read: the budget shared out over the document (spread.py)
+            chosen = spread_select(pol, inp, pot.src[:1, :1, npin:], self.tokens_read, self.cfg.spread)
+        else:
+            chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
+        # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
+        self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
+        row = shared_row(chosen)
+        if row is not None:  # one row for every (layer, head): kept expanded, so pot.keep knows it without a look
+            idx = torch.cat([torch.arange(npin, device=row.device), row + npin]).view(1, 1, -1).expand(L, H, -1)
+        else:
+            idx = torch.cat([torch.arange(npin, device=chosen.device).view(1, 1, -1).expand(L, H, npin), chosen + npin], -1)
+        t1 = clock.now()
+        self.timings.add("select", clock.span(t0, t1))
+        with deferred_interrupt():  # the distilled pot, the archive and the cycle count change together
+            if self.tok is not None and not final:  # sentence units need the tokenizer's text
+                self.archive.record_eviction(pot.src, pot.tok, idx, self.boundaries)
+            pot.keep(idx, rerotate=pol.rerotate)
+            self.cycles += not final
+        self.timings.add("rerotate", clock.span(t1))
+        self._emit("distill", kept_src=pot.src[0, 0] if row is not None else pot.src)
+
+    def _spreads(self, general: bool) -> bool:
+        """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
+        InfiniPot policy with `spread` stretches."""
+        pol = self.policy
+        return (bool(self.cfg.spread) and general and pol.catalyst == "prompt" and pol.share
+                and getattr(pol, "segment", 0) > 0 and pol.pot_options)
+
+    # ---- answering ------------------------------------------------------------------------------
+    @torch.no_grad()
+    def answer(self, prompt_ids: list[int], mode: str, max_new_tokens: int = 256, stop_ids: set[int] | None = None,
+               on_text: Callable[[str], None] | None = None, focus: tuple[int, int] | None = None,
+               should_stop: Callable[[list[int], str], bool] | None = None,
+               logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> str:
+        """Append the final prompt to the pot and generate greedily. mode: "question" or "summary".
+        `logits_fn(gen_ids, logits)` rewrites each next token's logits (repetition.py: no loops).
+
+        `should_stop(gen_ids, text)` after each token ends the answer early (stopping.Stopper: a loop, or a
+        question's first sentence); the caller trims the text with the same criterion.
+
+        If pot + prompt + answer budget would exceed M, one last distillation runs first with the real prompt as
+        the catalyst (§3.2). A question (CaP-Q; `focus`: the question's tokens in the prompt) also narrows the pot
+        to `final_keep` entries and, with `reencode`, is answered over a fresh prefill of the kept text
+        (`_reencoded`); a summary wants breadth and does neither. With `recall`, a question the pot was not read
+        with first brings back the archive's best sentences for it (archive.py). Whatever this answer changed is
+        undone after it (also when it fails or is interrupted): the same pot answers the next question as read.
+        """
+        if mode not in ("question", "summary"):
+            raise ValueError(f"mode must be 'question' or 'summary', not {mode!r}")
+        self.finish()
+        t0 = time.perf_counter()
+        pot, pol, cfg = self.pot, self.policy, self.cfg
+        question = mode == "question" and pol.catalyst == "prompt"
+        self._emit("answer")
+        known = not (question and focus is not None) or self.question_known(prompt_ids, focus)
+        target = self._final_target(len(prompt_ids), max_new_tokens, question, known)
+        snap = pot.snapshot() if question or target is not None else None  # what this answer changes is undone
+        try:
+            if question and cfg.bounded and cfg.recall and focus is not None:  # a question the pot was not read with
+                self.recalled = self._recall(self._recall_candidates(prompt_ids, focus, max_new_tokens), prompt_ids,
+                                             focus, max_new_tokens)
+                if self.recalled:
+                    target = self._final_target(len(prompt_ids), max_new_tokens, question, known)
+            if target is not None:
+                self._final_distill(prompt_ids, target, focus if question or not cfg.bounded else None)
+            self.answered_from = (*pot.document_entries(), pot.tok[0, 0, :pot.n_pinned].tolist())
+            extra = answer_room(len(prompt_ids), max_new_tokens)  # room for the prompt and the answer's start
+            fresh = self._reencoded(extra) if cfg.reencode and question else None
+            lead: list[int] = []  # kept text still to prefill: it goes in one forward with the prompt
+            if fresh is not None:
+                kv, lead = fresh
+            else:
+                kv = AnswerCache.from_cache(pot.cache, extra)  # the pot is not written
+            gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
+                           should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text),
+                           logits_fn=logits_fn)
+            pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
+            final = self.tok.decode(gen, skip_special_tokens=True)
+        finally:
+            if snap is not None:
+                pot.restore(snap)
+        self.timings.answer += time.perf_counter() - t0
+        self._emit("done")
+        return final.strip()
+
+    def _final_target(self, prompt_len: int, max_new_tokens: int, question: bool, known: bool = True
+                      ) -> int | None:
+        """Entries to distill the pot to before answering, or None: the paper's last distillation when the pot
+        cannot hold the prompt and the answer (§3.2); for a question also the narrowing: to `final_keep` when the
+        pot was read with this question (`known`), else to C (a question asked of a pot read without it sees
+        twice the text: on the same reads of five real documents 6 of 20 answers right against 4 of 21 at 512;
+        docs/results/qa.md)."""
+        pot, cfg = self.pot, self.cfg
+        if not cfg.bounded:
+            return cfg.keep if self.policy.compress_at_end and len(pot) > cfg.keep else None  # SnapKV's one compression
+        limit = pot.n_pinned + self.answer_room(prompt_len, max_new_tokens)  # raises when they do not fit
+        # a document that fits the pot whole (never distilled while reading) is answered from all of it:
+        # narrowing such pots lost answers the whole text gave (docs/results/needle.md)
+        narrow = 0
+        if question and self.cycles > 0 and cfg.final_keep:
+            narrow = cfg.final_keep if known else max(cfg.final_keep, cfg.keep)
+        target = None
+        if len(pot) > limit:
+            target = min(cfg.keep, narrow or cfg.keep, limit)
+        elif narrow and len(pot) > narrow:
+            target = narrow
+        if target is not None and target <= pot.n_pinned:
+            raise UsageError(f"--final-keep ({cfg.final_keep}) must exceed the pinned header ({pot.n_pinned} tokens)")
+        return target
+
+    def _reencoded(self, extra: int = 0) -> tuple[AnswerCache, list[int]] | None:
+        """`reencode`: a new KV cache from one fresh chunked prefill of the tokens the pot holds, in pot order,
+        at positions 0..S-1 (the positions CR-RoPE gave them, §3.5), with room for `extra` more. The pot's own
+        states carry what attention drew from text long evicted; the fresh prefill sees only the kept text
+        (measured: docs/results/needle.md). Returns (cache, last chunk's ids) as `_prefilled`; None when heads
+        hold different tokens (per-head selection)."""
+        tok = self.pot.tok  # (L, H_kv, S) token ids, in pot order
+        if tok.shape[-1] == 0 or not bool((tok == tok[:1, :1]).all()):
+            return None
+        return self._prefilled(tok[0, 0, self.pot.n_pinned:].tolist(), extra)
+
+    def _prefilled(self, ids: list[int], extra: int = 0) -> tuple[AnswerCache, list[int]]:
+        """A new KV cache holding the pinned header and a fresh chunked prefill of `ids` after it (positions
+        n_pinned.., whatever the pot holds), with room for `extra` more. The pinned header is copied, not
+        prefilled: pin() prefilled it alone at positions 0..n_pinned-1 and CR-RoPE never moves it, so its entries
+        are those a fresh prefill computes. Returns (cache, last chunk's ids): all chunks but the last are
+        prefilled here; the last goes into the same forward as the prompt (one forward fewer before the first
+        token). The pot is not changed."""
+        npin = self.pot.n_pinned
+        n = len(ids)
+        cache = AnswerCache.from_cache(self.pot.cache, n + extra, length=npin)  # + room for the prompt and the answer
+        last = max(n - 1, 0) // self.cfg.chunk * self.cfg.chunk  # start of the last chunk
+        x = torch.tensor([ids], dtype=torch.long, device=self.device)
+        for i in range(0, last, self.cfg.chunk):
+            self.model.model(input_ids=x[:, i:i + self.cfg.chunk], use_cache=True,
+                             **with_cache(self.model.model, cache))
+        return cache, ids[last:]
+
+    def answer_room(self, prompt_len: int, max_new_tokens: int) -> int:
+        """Document tokens an answer written over chosen text (answer_over) may see beside the pinned header, the
+        prompt and the answer within the pot's M entries (unbounded methods: no limit); a UsageError when the
+        prompt and the answer alone do not fit (the one check, _final_target's for an answer from the pot too)."""
+        cfg = self.cfg
+        if not cfg.bounded:
+            return 1 << 62
+        room = cfg.size - self.pot.n_pinned - prompt_len - max_new_tokens
+        if room <= 16:
+            raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
+                             f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
+        return room
+
+    @torch.no_grad()
+    def answer_over(self, src: torch.Tensor, ids: list[int], prompt_ids: list[int], max_new_tokens: int = 256,
+                    stop_ids: set[int] | None = None, on_text: Callable[[str], None] | None = None,
+                    should_stop: Callable[[list[int], str], bool] | None = None,
+                    logits_fn: Callable[[list[int], torch.Tensor], torch.Tensor] | None = None) -> str:
+        """Generate an answer to `prompt_ids` over a fresh prefill of the pinned header and `ids`: document text
+        taken from the pot and its archive (`src` (N,): each token's document position), not the pot's KV. The
+        pot is not changed; `answered_from` records the text for the evidence (evidence.py)."""
+        self.finish()
+        t0 = time.perf_counter()
+        self._emit("answer")
+        pot = self.pot
+        self.recalled = 0
+        self.answered_from = (src.cpu(), torch.tensor(ids, dtype=torch.long), pot.tok[0, 0, :pot.n_pinned].tolist())
+        kv, lead = self._prefilled(list(ids), answer_room(len(prompt_ids), max_new_tokens))
+        gen = generate(self.model, kv, lead + list(prompt_ids), max_new_tokens, stop_ids or set(), on_text,
+                       should_stop, tokenizer=self.tok, on_token=lambda _id, text: self._emit("token", text=text),
+                       logits_fn=logits_fn)
+        pot.peak_entries = max(pot.peak_entries, kv.get_seq_length())
+        self.timings.answer += time.perf_counter() - t0
+        self._emit("done")
+        return self.tok.decode(gen, skip_special_tokens=True).strip()
+
+    def question_known(self, prompt_ids: list[int], focus: tuple[int, int] | None) -> bool:
+        """True when the pot was read with this very question as the catalyst (CaP-Q): nothing to recall."""
+        cf = self.catalyst_focus
+        if focus is None or cf is None:
+            return False
+        return list(prompt_ids[focus[0]:focus[1]]) == list(self.catalyst[cf[0]:cf[1]])
+
+    def _recall_candidates(self, prompt_ids: list[int], focus: tuple[int, int],
+                           max_new_tokens: int) -> list[tuple[int, list[int]]]:
+        """The archive's best sentences for the question (`focus`: its tokens in `prompt_ids`), in document
+        order, as (document start, token ids), within the room the pot leaves beside the answer; [] when the pot
+        was read with this question or nothing matches."""
+        cfg, pot = self.cfg, self.pot
+        budget = min(cfg.recall, cfg.size - cfg.keep - len(prompt_ids) - max_new_tokens)
+        if budget < 8 or not len(self.archive) or self.question_known(prompt_ids, focus):
+            return []
+        question = self.tok.decode(prompt_ids[focus[0]:focus[1]], skip_special_tokens=True)
+        return self.archive.recall(self.tok, question, budget, exclude=pot.src[pot.src >= 0].unique())
+
+    def _recall(self, segs: list[tuple[int, list[int]]], prompt_ids: list[int], focus, max_new_tokens: int) -> int:
+        """Forward recalled sentences (document start, token ids) into the pot at their document positions, as
+        if read; when they do not fit, the pot is first distilled to C with the question (CaP-Q), so it never
+        exceeds M entries. Returns the tokens recalled."""
+        n = sum(len(ids) for _, ids in segs)
+        if not n:
+            return 0
+        if len(self.pot) + n + len(prompt_ids) + max_new_tokens > self.cfg.size:
+            self._final_distill(prompt_ids, self.cfg.keep, focus)
+        ids = [t for _, seg in segs for t in seg]
+        src = torch.cat([torch.arange(s, s + len(seg)) for s, seg in segs])  # (n,) original document positions
+        for i in range(0, n, self.cfg.chunk):
+            self._forward(ids[i:i + self.cfg.chunk], src=src[i:i + self.cfg.chunk])
+        return n
+
+    def _final_distill(self, prompt_ids: list[int], keep: int, focus: tuple[int, int] | None = None) -> None:
+        """Distill once more with the real prompt as the catalyst (CaP-Q with the actual question); its scores
+        come from the read's last forward when that carried this prompt (expect()) and the pot is unchanged."""
+        capt = None
+        cat, rows = self.catalyst_for(prompt_ids)
+        prep, self._prepared = self._prepared, None  # used once
+        if rows and prep is not None and prep[0] == list(prompt_ids) and prep[1] == focus:
+            capt = prep[2]
+        elif rows:
+            _, capt = self._forward([], cat if cat else list(prompt_ids), rows, focus=focus)
+        self._distill(keep, capt, final=True, general=focus is None)
+
+    # ---- state (pot files, resume) ---------------------------------------------------------------
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        """Everything needed to resume this reader: tensors (CPU) and JSON-able facts. potfile.py stores them."""
+        pot = self.pot
+        lengths = pot.layer_lengths() if pot.cache_len() else []
+        if pot.cache_len() != len(pot) or any(n != len(pot) for n in lengths):
+            raise RuntimeError(f"inconsistent pot: the cache holds {max(lengths, default=0)} entries, the metadata "
+                               f"{len(pot)}")
+        tensors: dict[str, torch.Tensor] = {}
+        for i, layer in enumerate(pot.cache.layers if pot.cache_len() else []):
+            tensors[f"layers.{i}.keys"] = layer.keys.detach().cpu().contiguous()      # (1, H_kv, S, D)
+            tensors[f"layers.{i}.values"] = layer.values.detach().cpu().contiguous()  # (1, H_kv, S, Dv)
+        tensors["src"] = pot.src.cpu().long().contiguous()   # (L, H_kv, S)
+        tensors["tok"] = pot.tok.cpu().long().contiguous()   # (L, H_kv, S)
+        tensors["nov"] = pot.nov.cpu().float().contiguous()  # (L, H_kv, S)
+        tensors["acc"] = pot.acc.cpu().float().contiguous()  # (L, H_kv, S)
+        tensors["catalyst"] = torch.tensor(self.catalyst, dtype=torch.long)
+        tensors["pending"] = torch.tensor(self.pending, dtype=torch.long)
+        if self.prev_hidden is not None:
+            tensors["prev_hidden"] = self.prev_hidden.detach().cpu().contiguous().clone()  # (d,)
+        tensors.update(self.archive.tensors())  # archive.ids (T,) int32, archive.segs (K, 2): evicted sentences
+        facts = {"config": self.cfg.as_dict(), "tokens_read": int(self.tokens_read), "cycles": int(self.cycles),
+                 "entries": len(pot), "n_pinned": int(pot.n_pinned), "n_distilled": int(pot.n_distilled),
+                 "peak_entries": int(pot.peak_entries), "layers": pot.num_layers, "kv_heads": pot.num_kv_heads,
+                 "cache_layers": len(pot.cache.layers) if pot.cache_len() else 0, "kv_bytes": int(pot.kv_bytes()),
+                 "fed": int(self._fed), "pending": len(self.pending), "where": self.where,
+                 "provenance": [[int(s), str(w)] for s, w in self.provenance],
+                 "archive": {"segments": len(self.archive), "tokens": self.archive.tokens}}
+        return tensors, facts
+
+    @classmethod
+    def from_state(cls, model, tokenizer, tensors: dict[str, torch.Tensor], facts: dict,
+                   catalyst_focus: tuple[int, int] | None = None) -> "Engine":
+        """The reader `state()` described, on `model` (already checked to be the model that made it)."""
+        eng = cls(model, tokenizer, PotConfig.from_saved(facts.get("config") or {}),
+                  catalyst_ids=tensors["catalyst"].tolist(), catalyst_focus=catalyst_focus)
+        pot = eng.pot
+        dtype = next(model.parameters()).dtype
+        for i in range(int(facts.get("cache_layers", 0))):
+            k = tensors[f"layers.{i}.keys"].to(device=eng.device, dtype=dtype)
+            v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
+            pot.cache.update(k, v, i)
+        pot.src, pot.tok, pot.nov, pot.acc = (tensors[k].to(pot.device) for k in ("src", "tok", "nov", "acc"))
+        if eng.policy.needs_units and eng.device.type != "cpu":  # table() indexes only, off the CPU
+            eng.boundaries.observe(tensors["tok"].unique().tolist())
+        pot.n_pinned = int(facts["n_pinned"])
+        pot.n_distilled = int(facts.get("n_distilled", len(pot)))
+        pot.peak_entries = int(facts.get("peak_entries", len(pot)))
+        eng.tokens_read = int(facts["tokens_read"])
+        eng.cycles = int(facts.get("cycles", 0))
+        ph = tensors.get("prev_hidden")
+        eng.prev_hidden = ph.to(device=eng.device, dtype=dtype) if ph is not None else None
+        eng.provenance = [(int(s), str(w)) for s, w in facts.get("provenance", [])]
+        eng.pending = tensors["pending"].tolist()
+        eng._fed = int(facts.get("fed", eng.tokens_read + len(eng.pending)))
+        eng.where = str(facts.get("where", ""))
+        if "archive.segs" in tensors:  # pots saved before the archive existed have none
+            eng.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"],
+                                               eng.cfg.archive_segment)
+        return eng
+
+    # ---- events ---------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, text: str = "", kept_src=None, chunk: int = 0) -> None:
+        if self.on_event is None:
+            return
+        pot = self.pot
+        self.on_event(Event(kind=kind, tokens_read=self.tokens_read, cycles=self.cycles, entries=len(pot),
+                            pinned=pot.n_pinned, distilled=pot.n_distilled, size=self.cfg.size if self.cfg.bounded else None,
+                            where=self.where, elapsed_s=time.perf_counter() - self.t0, kv_bytes=pot.kv_bytes(),
+                            text=text, kept_src=kept_src, chunk=chunk))
