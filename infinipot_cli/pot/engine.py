@@ -88,7 +88,7 @@ class Engine:
         self.on_event = on_event
         self.device = next(model.parameters()).device
         self.clock = Clock(self.device)
-        self.pot = MemoryPot(model, config.size if config.bounded else None)
+        self.pot = MemoryPot(model, config.size if config.bounded else None, accumulate=self.policy.needs_acc)
         self.pending: list[int] = []
         self.tokens_read = 0              # document tokens forwarded into the pot
         self.cycles = 0
@@ -280,7 +280,7 @@ class Engine:
             acc = None
             if pol.needs_acc and capt.scores:
                 S = base_len + n
-                acc = torch.stack([capt.scores[l][:, :S].to(self.pot.acc.device)
+                acc = torch.stack([capt.scores[l][:, :S].to(self.pot.device)
                                    for l in range(self.pot.num_layers)])  # (L, H, S)
         except BaseException:
             self.pot.crop(base_len)
@@ -570,7 +570,8 @@ class Engine:
         tensors["src"] = pot.src.cpu().long().contiguous()   # (L, H_kv, S)
         tensors["tok"] = pot.tok.cpu().long().contiguous()   # (L, H_kv, S)
         tensors["nov"] = pot.nov.cpu().float().contiguous()  # (L, H_kv, S)
-        tensors["acc"] = pot.acc.cpu().float().contiguous()  # (L, H_kv, S)
+        if pot.acc is not None:  # H2O's accumulated attention (L, H_kv, S)
+            tensors["acc"] = pot.acc.cpu().float().contiguous()
         tensors["catalyst"] = torch.tensor(self.catalyst, dtype=torch.long)
         tensors["pending"] = torch.tensor(self.pending, dtype=torch.long)
         if self.prev_hidden is not None:
@@ -597,7 +598,10 @@ class Engine:
             k = tensors[f"layers.{i}.keys"].to(device=eng.device, dtype=dtype)
             v = tensors[f"layers.{i}.values"].to(device=eng.device, dtype=dtype)
             pot.cache.update(k, v, i)
-        pot.src, pot.tok, pot.nov, pot.acc = (tensors[k].to(pot.device) for k in ("src", "tok", "nov", "acc"))
+        pot.src, pot.tok, pot.nov = (tensors[k].to(pot.device) for k in ("src", "tok", "nov"))
+        if pot.acc is not None:  # a policy that accumulates attention: the file's (a pot saved without it: zeros)
+            acc = tensors.get("acc")
+            pot.acc = acc.to(pot.device) if acc is not None else torch.zeros_like(pot.nov)
         if eng.policy.needs_units and eng.device.type != "cpu":  # table() indexes only, off the CPU
             eng.boundaries.observe(tensors["tok"].unique().tolist())
         pot.n_pinned = int(facts["n_pinned"])
