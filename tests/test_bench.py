@@ -422,3 +422,23 @@ def test_synthetic_refuses_what_memory_cannot_hold(monkeypatch):
     monkeypatch.setattr(synthetic, "_available", lambda dev: 8 * 2**30)
     with pytest.raises(UsageError, match=r"llama-8b: its weights need ~29.9 GiB in float32 on cpu, 8.0 GiB"):
         synthetic.load_synthetic("llama-8b", "cpu", "float32")
+
+
+def test_benches_without_their_extra_say_so_in_one_line():
+    """matplotlib is the benches' extra (`infinipot-cli[bench]`): without it a bench fails with one line, exit 2,
+    and the product's commands never import it."""
+    import subprocess
+
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from infinipot_cli.app import main\n"
+            "sys.argv = ['infinipot', 'bench', 'needle', '-l', '1k', '-t', '1', '--out', sys.argv[1], '-q']\n"
+            "main()")
+    r = subprocess.run([sys.executable, "-c", code, "/nonexistent/out"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        'infinipot: error: the benches draw their figures with matplotlib: pip install "infinipot-cli[bench]" '
+        "(make setup installs it)"]
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "import infinipot_cli.app, infinipot_cli.session, infinipot_cli.cli.commands\n"
+            "assert not any(m.startswith('infinipot_cli.evaluate.plots') for m in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0

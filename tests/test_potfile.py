@@ -74,7 +74,8 @@ def _assert_same_state(a: Engine, b: Engine):
     for la, lb in zip(a.pot.cache.layers, b.pot.cache.layers):
         assert torch.equal(la.keys, lb.keys) and torch.equal(la.values, lb.values)
     for name in ("src", "tok", "nov", "acc"):
-        assert torch.equal(getattr(a.pot, name), getattr(b.pot, name)), name
+        x, y = getattr(a.pot, name), getattr(b.pot, name)
+        assert (x is None and y is None) if name == "acc" and x is None else torch.equal(x, y), name
     assert torch.equal(a.prev_hidden, b.prev_hidden)
     assert (a.tokens_read, a.cycles, a._fed, a.where, a.pending, a.provenance, a.catalyst) == \
            (b.tokens_read, b.cycles, b._fed, b.where, b.pending, b.provenance, b.catalyst)
@@ -327,3 +328,40 @@ def test_strip_line():
     from infinipot_cli.cli.pot_report import strip_line
 
     assert strip_line([0, 0.01, 0.5, 1.0]) == " ▁▄█"
+
+
+def test_accumulated_attention_only_for_the_policy_that_ranks_by_it(tmp_path, monkeypatch, model, tok):
+    """H2O's per-entry attention sum exists in the pot (and its file) only for h2o; a pot file of an older
+    version, holding it for every method, still loads."""
+    from safetensors import safe_open
+
+    from infinipot_cli.pot.engine import Engine as Eng
+
+    plain = _engine(model, tok)
+    assert plain.pot.acc is None
+    path = tmp_path / "plain.pot"
+    save_pot(path, plain, {"sources": SOURCES, "model": "tiny-llama"}, compact=False)
+    with safe_open(str(path), framework="pt") as f:
+        assert "acc" not in f.keys()
+
+    h2o = Eng(model, tok, PotConfig.resolve("h2o", {"size": 96, "keep": 48, "chunk": 32}), catalyst_ids=CATALYST)
+    h2o.pin(HEADER)
+    h2o.feed(_ids(300, 1, len(tok)), where="p. 1")
+    h2o.finish()
+    assert h2o.cycles > 0 and h2o.pot.acc.shape == h2o.pot.src.shape and float(h2o.pot.acc.sum()) > 0
+    path = tmp_path / "h2o.pot"
+    save_pot(path, h2o, {"sources": SOURCES, "model": "tiny-llama"}, compact=False)
+    back, _ = load_pot(path, model, tok)
+    _assert_same_state(h2o, back)
+
+    state = Eng.state  # an older version wrote the (zero) sums of every method's pot
+    monkeypatch.setattr(Eng, "state", lambda self: (lambda t, f: ({**t, "acc": torch.zeros_like(t["nov"])}, f))(
+        *state(self)))
+    path = tmp_path / "old.pot"
+    save_pot(path, plain, {"sources": SOURCES, "model": "tiny-llama"}, compact=False)
+    monkeypatch.undo()
+    with safe_open(str(path), framework="pt") as f:
+        assert "acc" in f.keys()
+    old, _ = load_pot(path, model, tok)
+    assert old.pot.acc is None
+    _assert_same_state(plain, old)

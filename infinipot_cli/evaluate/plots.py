@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from ..errors import UsageError
+
+try:
+    import matplotlib
+except ImportError:  # the benches' extra: pip install "infinipot-cli[bench]" (make setup installs it)
+    raise UsageError('the benches draw their figures with matplotlib: pip install "infinipot-cli[bench]" '
+                     "(make setup installs it)") from None
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

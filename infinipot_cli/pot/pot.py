@@ -48,7 +48,7 @@ def shared_row(idx: torch.Tensor) -> torch.Tensor | None:
 
 
 class MemoryPot:
-    def __init__(self, model: torch.nn.Module, size: int | None):
+    def __init__(self, model: torch.nn.Module, size: int | None, accumulate: bool = False):
         cfg = text_config(model)
         self.size = size  # M; None = unbounded (the `full` / `snapkv` references)
         self.num_layers = cfg.num_hidden_layers
@@ -64,7 +64,8 @@ class MemoryPot:
         self.src = torch.zeros(shape, dtype=torch.long, device=self.device)
         self.tok = torch.zeros(shape, dtype=torch.long, device=self.device)
         self.nov = torch.zeros(shape, dtype=torch.float32, device=self.device)
-        self.acc = torch.zeros(shape, dtype=torch.float32, device=self.device)
+        # every query row's attention summed per entry: only for a policy that ranks by it (H2O), else None
+        self.acc = torch.zeros(shape, dtype=torch.float32, device=self.device) if accumulate else None
 
     # ---- sizes -------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -101,8 +102,8 @@ class MemoryPot:
         new = (torch.cat([self.src, src.to(dev, torch.long).view(1, 1, -1).expand(lh)], -1),
                torch.cat([self.tok, tok.to(dev, torch.long).view(1, 1, -1).expand(lh)], -1),
                torch.cat([self.nov, nov.to(dev, torch.float32).view(1, 1, -1).expand(lh)], -1),
-               torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0], device=dev)], -1))
-        with deferred_interrupt():  # all four or none
+               None if self.acc is None else torch.cat([self.acc, torch.zeros(lh[0], lh[1], src.shape[0], device=dev)], -1))
+        with deferred_interrupt():  # all or none
             self.src, self.tok, self.nov, self.acc = new
 
     def crop(self, length: int) -> None:
@@ -133,7 +134,7 @@ class MemoryPot:
     def snapshot(self) -> tuple:
         """A copy of the pot (KV and per-entry metadata) to restore after an answer changed it. One pot's memory."""
         kv = tuple(t.clone() for t in self.cache.stacked(len(self))) if self.cache.ready else None
-        return kv, (self.src, self.tok, self.nov, self.acc.clone()), self.n_distilled
+        return kv, (self.src, self.tok, self.nov, None if self.acc is None else self.acc.clone()), self.n_distilled
 
     def restore(self, snap: tuple) -> None:
         kv, meta, n_distilled = snap
@@ -179,7 +180,8 @@ class MemoryPot:
             if rerotate:
                 keys = self.rerotator.to_front(keys, old, layers, memo)
             kv.append((layers, keys, values))
-        meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx), self.acc.gather(-1, idx))
+        meta = (self.src.gather(-1, idx), self.tok.gather(-1, idx), self.nov.gather(-1, idx),
+                None if self.acc is None else self.acc.gather(-1, idx))
         with deferred_interrupt():
             for layers, keys, values in kv:
                 self.cache.assign(keys, values, layers)

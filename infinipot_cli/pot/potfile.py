@@ -5,7 +5,9 @@ A pot file is a safetensors file (never pickle). Tensors:
     layers.{i}.keys / layers.{i}.values   (1, H_kv, S, D) — the KV cache (post-RoPE, CR-RoPE'd): bf16 when the model
                                           is fp32 (half the file; ``kv_dtype`` in the metadata), else the model dtype
     src, tok                              (L, H_kv, S) int64   — document position / token id of every entry
-    nov, acc                              (L, H_kv, S) float32 — NuC novelty / accumulated attention
+    nov                                   (L, H_kv, S) float32 — NuC novelty
+    acc                                   (L, H_kv, S) float32 — accumulated attention, only for a policy that ranks
+                                          by it (h2o); older pots hold it for every method (ignored there)
     prev_hidden                           (d,) last hidden state (absent before anything was read)
     catalyst                              (n,) int64 catalyst prompt ids
     pending                               (n,) int64 document ids fed but not yet forwarded
@@ -524,12 +526,14 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
     def bad(msg: str):
         raise InputError(f"{path} is corrupt: {msg}")
 
-    for name in ("src", "tok", "nov", "acc", "catalyst", "pending"):
+    for name in ("src", "tok", "nov", "catalyst", "pending"):  # "acc": only a policy that accumulates attention
         if name not in t:
             bad(f"tensor {name!r} is missing")
     L, H, S, D = meta["layers"], meta["kv_heads"], meta["entries"], meta["head_dim"]
     shape = (L, H, S)
     for name, dt in (("src", torch.long), ("tok", torch.long), ("nov", torch.float32), ("acc", torch.float32)):
+        if name not in t:
+            continue
         if tuple(t[name].shape) != shape or t[name].dtype != dt:
             bad(f"tensor {name!r} is {tuple(t[name].shape)} {_dtype_name(t[name].dtype)}, expected {shape}")
     for name in ("catalyst", "pending"):
