@@ -397,18 +397,16 @@ def document_units(engine, limit: int = MAX_DOCUMENT_TOKENS, sources: Sequence[t
     it is held."""
     n = engine.tokens_read
     bounds = part_starts(engine.provenance, sources)
-    cached = getattr(engine, "_evidence_units", None)
-    if cached is not None and cached[0] == (n, bounds):
-        return cached[1]
-    ids = document_tokens(engine, 0, n) if 0 < n <= limit else None
-    out = None
-    if ids is not None:
+
+    def compute():
+        ids = document_tokens(engine, 0, n) if 0 < n <= limit else None
+        if ids is None:
+            return None
         src = torch.arange(n)
         seg, texts = units(src, torch.tensor(ids, dtype=torch.long), engine.tok, engine.boundaries,
                            parts=part_ids(src, bounds))
-        out = (src, seg, texts)
-    engine._evidence_units = ((n, bounds), out)
-    return out
+        return src, seg, texts
+    return engine.derived("evidence units", (n, bounds, limit), compute)
 
 
 def score_context(engine, ctx: Context, prompt: list[int], answer: str,

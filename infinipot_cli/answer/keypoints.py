@@ -178,12 +178,13 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
     """(start position, length, text) of every sentence / paragraph unit of the document as read (the pot and
     its archive; cut at every source, page, chapter or section boundary), or None when some of it is held by
     neither."""
+    n = engine.tokens_read
+    return engine.derived("key-point sentences", n, lambda: _sentences_of(engine, n))
+
+
+def _sentences_of(engine, n: int) -> tuple[list[int], list[int], list[str]] | None:
     from .evidence import decode_all, document_tokens, part_starts
 
-    n = engine.tokens_read
-    cached = getattr(engine, "_key_units", None)
-    if cached is not None and cached[0] == n:
-        return cached[1]
     ids = document_tokens(engine, 0, n) if n > 0 else None
     out = None
     if ids is not None:
@@ -195,7 +196,6 @@ def _sentences(engine) -> tuple[list[int], list[int], list[str]] | None:
         bounds = first + [n]
         texts = decode_all(engine.tok, [ids[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
         out = (first, [b - a for a, b in zip(bounds[:-1], bounds[1:])], texts)
-    engine._key_units = (n, out)
     return out
 
 

@@ -105,10 +105,22 @@ class Engine(AnswerSteps):
         self._expected: tuple[list[int], tuple[int, int] | None] | None = None  # (prompt, focus): see expect()
         # (prompt, focus, Capture) of the read's last forward: used once, dropped when the pot changes
         self._prepared: tuple | None = None
+        self._derived: dict[str, tuple] = {}  # derived(): name -> (key, value)
         self.t0 = time.perf_counter()
         self._check_room()
 
     # ---- configuration --------------------------------------------------------------------------
+    def derived(self, name: str, key, compute: Callable[[], object]):
+        """A value the answer stage derives from the document as read (its evidence units, its key-point
+        sentences), computed once by `compute()` and kept while `key` (what it depends on: tokens read, part
+        bounds) stays the same."""
+        held = self._derived.get(name)
+        if held is not None and held[0] == key:
+            return held[1]
+        value = compute()
+        self._derived[name] = (key, value)
+        return value
+
     def _cat_len(self) -> int:
         return len(self.catalyst) if self.policy.catalyst == "prompt" else 0
 
