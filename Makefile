@@ -43,8 +43,9 @@ lint: setup
 test: setup lint
 	$(BIN)/python -m pytest -q
 
-# also the slow real-model checks (16K-token documents through the built-in model) and the tests that build native
-# code (the compiled decode step's libraries for four architectures)
+# also the slow real-model checks (16K-token documents through the built-in model), the benches run end to end
+# (speed, the needle trace, the GPU check's CPU smoke run) and the tests that build native code (the compiled decode
+# step's libraries for four architectures)
 test-all: setup lint
 	$(BIN)/python -m pytest -q --run-slow
 

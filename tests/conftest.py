@@ -13,11 +13,14 @@ os.environ["INFINIPOT_CACHE_BUDGET"] = "0"
 
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true",
-                     help="also run the slow real-model checks and the tests that build native code (make test-all)")
+                     help="also run the slow real-model checks, the benches' end-to-end runs and the tests that build "
+                          "native code (make test-all)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long real-model check; runs with --run-slow (make test-all)")
+    config.addinivalue_line("markers", "bench: a bench run end to end (tables, JSON, figures), its parts tested "
+                                       "apart; runs with --run-slow (make test-all)")
     config.addinivalue_line("markers", "native: builds a native library (a C++ compile, tens of seconds); runs with "
                                        "--run-slow (make test-all)")
 
@@ -26,9 +29,10 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow"):
         return
     skip = {"slow": pytest.mark.skip(reason="slow real-model check: make test-all runs it"),
+            "bench": pytest.mark.skip(reason="a bench end to end: make test-all runs it"),
             "native": pytest.mark.skip(reason="builds native code: make test-all runs it")}
     for item in items:
-        for mark in ("slow", "native"):
+        for mark in ("slow", "bench", "native"):
             if mark in item.keywords:
                 item.add_marker(skip[mark])
                 break

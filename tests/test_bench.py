@@ -162,6 +162,7 @@ def _weights_mib(dtype: str) -> float:
     return n * torch.empty(0, dtype=getattr(torch, dtype)).element_size() / 2**20
 
 
+@pytest.mark.bench
 def test_bench_speed(tmp_path):
     out = tmp_path / "speed"
     r = CliRunner().invoke(bench_app, ["speed", "--lengths", "1k", "--methods", "infinipot,plain",
@@ -209,6 +210,7 @@ def test_speed_prefill_skips_past_positions():
     assert rec["skipped"].startswith("OOD")
 
 
+@pytest.mark.bench
 def test_streaming_token_by_token(builtin):
     """streaming-tbt: one token per forward, one eviction per token once the pot is full (in-process, short)."""
     from infinipot_cli.evaluate.speed import SpeedConfig, measure

@@ -251,6 +251,7 @@ def _smoke(tmp_path, cells=None, monkeypatch=None) -> dict:
     return data
 
 
+@pytest.mark.bench
 def test_the_gpu_check_runs_on_the_cpu(tmp_path, monkeypatch):
     """The prepared GPU check's smoke mode, one cell of each kind (a speed worker that distills, the needle bench
     compared with the CPU's answers): its table printed and its JSON written."""

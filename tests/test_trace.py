@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from infinipot_cli.evaluate.cli import bench_app
@@ -20,6 +21,7 @@ def test_is_punct_text():
         and not is_punct_text("\ufffd")
 
 
+@pytest.mark.bench
 def test_bench_needle_trace(tmp_path, builtin):
     out = tmp_path / "needle"
     r = CliRunner().invoke(bench_app, ["needle", "--lengths", "1k", "--depths", "0.5", "--trials", "1",
