@@ -4,6 +4,7 @@
 #   bash bench/gpu-check.sh stage     # here, in the checkout the device run sends: fills .gpu/ (ignored by git)
 #   bash bench/gpu-check.sh collect   # on the device, every call but the last: keeps the carried part in /tmp
 #   bash bench/gpu-check.sh run       # on the device, the last call: installs, assembles, measures (< 10 min)
+#   bash bench/gpu-check.sh run --profile   # ... or instead: two infinipot reads under torch.profiler (profile/)
 #   bash bench/gpu-check.sh smoke     # here: the same check at tiny sizes on the CPU
 #
 # A device call carries at most 64 MiB with the working tree, and the built-in model's GGUF alone is 94 MiB, so

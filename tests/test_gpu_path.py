@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -290,3 +291,21 @@ def test_answers_are_compared_with_the_cpus():
     assert same["identical"] == same["compared"] == same["n"] == 12
     other = compare([{**want[0], "answer": "something else"}], want)
     assert other["identical"] == 0 and other["compared"] == 1
+
+
+@pytest.mark.bench
+def test_the_gpu_checks_profile_runs_on_the_cpu(tmp_path):
+    """`gpu_check --profile`: two infinipot reads under torch.profiler, each with its report and its operator count
+    per distillation in the record (on a GPU also the kernel launches: evaluate/profile.py)."""
+    from infinipot_cli.evaluate import gpu_check
+
+    assert gpu_check.main(["--smoke", "--profile", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "gpu-check.json").read_text())
+    cells = [c for c in data["cells"] if c["kind"] == "speed"]
+    assert len(cells) == 2 and all(c["status"] == "ok" for c in cells)
+    for c in cells:
+        p = c["profile"]
+        assert p["cycles"] > 0 and p["ops_per_cycle"] > 0 and p["launches"] == 0  # the CPU launches no kernels
+        text = Path(p["path"]).read_text()
+        assert "per distillation" in text and "## by host time" in text and "aten::" in text
+    assert data["summary"] == {}

@@ -47,6 +47,22 @@ class Cell:
     record: dict = field(default_factory=dict)
 
 
+def profile_plan(smoke: bool, builtin_real: bool) -> list[Cell]:
+    """`--profile`: the two reads whose time the host bounds (docs/results/speed.md), each under torch.profiler:
+    the 8B shape's infinipot read at 16K and the built-in model's (its shape, with random weights, when its weights
+    are not here) at 32K."""
+    big, small = ("tiny-llama", "tiny-llama") if smoke else ("llama-8b", None if builtin_real else "smollm2-135m")
+    k16, k32 = (1024, 2048) if smoke else (16 * 1024, 32 * 1024)
+    pot = SMOKE_POT if smoke else {}
+    cells = [Cell("built-in model: convert once", "prepare", 150)] if builtin_real else []
+    cells.append(Cell(f"{big} infinipot {k16 // 1024}K, profiled", "speed", 150 if smoke else 120,
+                      {"synthetic": big, "method": "infinipot", "length": k16, "pot": pot, "profile": True}))
+    name = "built-in" if builtin_real else f"{small or big}"
+    cells.append(Cell(f"{name} infinipot {k32 // 1024}K, profiled", "speed", 150 if smoke else 120,
+                      {"synthetic": small, "method": "infinipot", "length": k32, "pot": pot, "profile": True}))
+    return cells
+
+
 def plan(smoke: bool, builtin_real: bool) -> list[Cell]:
     """The cells of a run: the GPU's (or, with `smoke`, the same kinds at tiny sizes on the CPU)."""
     big, small = ("tiny-llama", "tiny-llama") if smoke else ("llama-8b", None if builtin_real else "smollm2-135m")
@@ -107,13 +123,16 @@ def spawn(cmd: list[str], timeout_s: float, label: str) -> tuple[int | None, str
     return code, "".join(out), round(time.perf_counter() - t0, 1)
 
 
-def run_speed(cell: Cell, device: str, dtype: str, timeout_s: float) -> dict:
+def run_speed(cell: Cell, device: str, dtype: str, timeout_s: float, out_dir: Path | None = None) -> dict:
     from .speed import SpeedConfig, worker_command
 
     a = cell.args
     cfg = SpeedConfig(methods=[a["method"]], lengths=[a["length"]], pot=dict(a.get("pot") or {}), device=device,
                       dtype=dtype, synthetic=a.get("synthetic"), gen_tokens=64)
-    code, out, secs = spawn(worker_command(cfg, a["method"], a["length"]), timeout_s, cell.name)
+    cmd = worker_command(cfg, a["method"], a["length"])
+    if a.get("profile") and out_dir is not None:  # under torch.profiler: its report in out/profile/
+        cmd += ["--profile", str(out_dir / "profile")]
+    code, out, secs = spawn(cmd, timeout_s, cell.name)
     rec = {"status": "ok", "wall_s": secs}
     if code is None:
         return {**rec, "status": "timeout", "error": f"killed after {timeout_s:.0f} s"}
@@ -192,7 +211,9 @@ def summary(cells: list[Cell]) -> dict:
     for (syn, method, length), rec in by.items():
         if method != "infinipot":
             continue
-        plain = by.get((syn, "plain", length), {})
+        plain = by.get((syn, "plain", length))
+        if plain is None:  # a profiled run has no plain read beside it
+            continue
         a, b = rec.get("read_tok_s"), plain.get("read_tok_s")
         out[f"{syn or 'built-in'} {length // 1024}K infinipot/plain"] = round(a / b, 3) if a and b else None
     return out
@@ -208,6 +229,10 @@ def table(cells: list[Cell]) -> str:
         note = r.get("error") or r.get("skipped") or ""
         if c.kind == "needle" and r.get("n"):
             note = f"{r['correct']}/{r['n']} right, {r['identical']}/{r['compared']} identical to the CPU's"
+        if r.get("profile") and not note:
+            p = r["profile"]
+            note = (f"{p['launches_per_cycle']} launches, {p['ops_per_cycle']} ops per distillation: "
+                    f"{Path(p['path']).name}")
         rows.append([c.name, r.get("status", ""), _fmt(r.get("read_tok_s")), _fmt(r.get("gen_tok_s")),
                      _fmt(r.get("ttft_s"), 3), _fmt(r.get("gpu_peak_mb")), _fmt(r.get("wall_s")), str(note)[:90]])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
@@ -267,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench-out/gpu")
     ap.add_argument("--smoke", action="store_true", help="the same cells at tiny sizes on the CPU (a test)")
     ap.add_argument("--budget-s", type=float, default=None, help=f"the whole run's time (default {BUDGET_S} s)")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of the table's cells: two infinipot reads under torch.profiler (out/profile/)")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     budget = a.budget_s or (1200.0 if a.smoke else BUDGET_S)
@@ -285,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(path, data)
         print(f"error: {data['error']} (torch {data['env'].get('torch')})", file=sys.stderr)
         return 2
-    cells = plan(a.smoke, bool(data["env"].get("builtin_weights")) and not a.smoke)
+    cells = (profile_plan if a.profile else plan)(a.smoke, bool(data["env"].get("builtin_weights")) and not a.smoke)
     for i, c in enumerate(cells, 1):
         left = budget - (time.perf_counter() - t0)
         limit = min(c.timeout_s, left)
@@ -295,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             try:
                 if c.kind == "speed":
-                    c.record = run_speed(c, device, dtype, limit)
+                    c.record = run_speed(c, device, dtype, limit, out_dir)
                 elif c.kind == "needle":
                     c.record = run_needle(c, device, dtype, limit, out_dir)
                 else:

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--piece", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--synthetic", default=None)
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="run under torch.profiler and write its report to DIR (evaluate/profile.py)")
     a = ap.parse_args(argv)
 
     def torch_threads() -> int:
@@ -68,7 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         load_rss = rss_mb()
         load_gpu = peak_mb(lm.device)
         reset = reset_peak_rss()
-        rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
+        if a.profile:
+            from pathlib import Path
+
+            from .profile import profiled, report
+
+            with profiled(lm.device) as held:
+                rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
+            name = f"profile-{(a.synthetic or 'model').replace('/', '_')}-{a.method}-{a.length}.txt"
+            rec["profile"] = report(held, rec, Path(a.profile) / name)
+        else:
+            rec = measure(lm, cfg, a.method, a.length, Progress(a.length))
         rec["read_rss_mb"] = peak_rss_since_reset_mb() if reset else None
         rec.update({"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
                     "load_s": round(lm.load_s, 2), "threads": torch_threads(), "interop_threads": torch_interop(), "load_rss_mb": load_rss,
