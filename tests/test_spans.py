@@ -114,3 +114,31 @@ def test_a_capitalised_compound_opening_a_sentence_is_no_identifier():
     assert [x.text for x in spans.spans(s, spans.wanted(q), q)] == ["/usr/lib/python3/dist-packages"]
     q2 = "Which account runs the mail transport agent?"
     assert "update-passwd" in [x.text for x in spans.spans("It is kept by update-passwd here.", spans.wanted(q2), q2)]
+
+
+def _texts(sentence, question):
+    return [s.text for s in spans.spans(sentence, spans.wanted(question), question)]
+
+
+def test_a_piece_of_what_the_question_names_is_not_its_answer():
+    q = "Which Debian revision fixed CVE-2010-0001?"
+    got = _texts("gzip (1.3.12-9) unstable; * fix applied for CVE-2010-0001 which identified an underflow", q)
+    assert got[0] == "1.3.12-9" and "2010" not in got and "0001" not in got
+
+
+def test_markup_and_preprocessor_words_are_not_answers():
+    q = "From which directory are static files served?"
+    assert "/dd" not in _texts("</dd> <dt>static</dt> <dd>Whether to serve static files.</dd>", q)
+    q = "Which constant names the main group of a key file?"
+    got = _texts('#define G_KEY_FILE_DESKTOP_GROUP "Desktop Entry"', q)
+    assert "#define" not in got and "G_KEY_FILE_DESKTOP_GROUP" in got
+
+
+def test_a_character_is_a_symbol_not_a_word():
+    q = "Which character starts a comment in Vim9 script?"
+    assert spans.wanted(q).kinds == ("quoted", "symbol")
+    assert _texts("everything after # until the end-of-line is a comment.", q) == ["#"]
+    assert _texts("The default escape character is \u2018~\u2019.", "What is ssh's default escape character?") == ["~"]
+    assert _texts("Strings can be concatenated with .. in Vim9.", "Which operator concatenates strings?") == [".."]
+    q = "What prefix starts an octal number in Vim9 script?"  # a prefix is no symbol: "0o"
+    assert _texts('An octal number starts with "0o", "0O".', q)[0] == "0o"

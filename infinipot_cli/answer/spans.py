@@ -31,13 +31,14 @@ PATTERNS: dict[str, str] = {
     "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?![\w.])",
     "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s?(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
               r"(?![\w])",
-    "path": r"(?<![\w])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
+    "path": r"(?<![\w<])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
             r"\b[\w-]+\.(?:[a-z]{1,4})\b(?=[\s,;:)]|\.\s|$)",
     "ident": r"(?<![\w-])(?!(?:e\.g|i\.e|etc|vs)\b)(?:[A-Z]+-\d+(?:-\d+)*|[A-Za-z_]\w*(?:\.\w+)+(?:\(\))?"
              r"|[A-Za-z_]\w*\(\)|[A-Za-z]+_\w+|[A-Za-z]+\d+[A-Za-z]\w*|[A-Z][A-Z0-9_]{2,}\b|[a-z]+[A-Z]\w+"
-             r"|[A-Z][a-z]+[A-Z]\w*|[A-Za-z][\w]*[-/][\w/.-]*\w|:[a-z]+!?|#[\w-]+)(?![\w])",
+             r"|[A-Z][a-z]+[A-Z]\w*|[A-Za-z][\w]*[-/][\w/.-]*\w|:[a-z]+!?|#(?!(?:define|include|if|ifdef|ifndef|elif|else|endif|undef|pragma)\b)[\w-]+)(?![\w])",
+    "symbol": r"(?<![^\s(])[^\w\s\"'`()\[\]{}\u201c\u201d\u2018\u2019,;]{1,3}(?=[\s),;]|[.:](?:\s|$)|$)",
     "shell": r"(?m)^[ \t]*[$%][ \t]+([^\n]{1,60}?)[ \t]*(?:#[^\n]*)?$",  # a command line shown: "$ git bisect reset"
-    "quoted": r"[\"\u201c'`]([^\"\u201d'`\n]{1,40})[\"\u201d'`]",
+    "quoted": r"[\"\u201c\u2018'`]([^\"\u201d\u2019'`\n]{1,40})[\"\u201d\u2019'`]",
     "name": r"(?<![\w])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+",
 }
 _RX = {k: re.compile(v) for k, v in PATTERNS.items()}
@@ -47,11 +48,12 @@ _RX = {k: re.compile(v) for k, v in PATTERNS.items()}
 HEADS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("option", "flag", "switch"), ("option", "ident", "quoted")),
     "key": ("key", "quoted", "ident"),
+    # a character is a symbol, quoted or standing alone ("'#'", "~"), not a word such as "end-of-line"
+    **dict.fromkeys(("operator", "character", "separator", "delimiter", "symbol"), ("quoted", "symbol")),
     **dict.fromkeys(("command", "tool", "program", "utility", "binary", "script"), ("shell", "quoted", "ident")),
     **dict.fromkeys(("function", "method", "macro", "variable", "handler", "attribute", "field", "parameter",
                      "argument", "setting", "property", "class", "module", "package", "library", "header",
-                     "directive", "keyword", "word", "operator", "character", "separator", "delimiter", "prefix",
-                     "suffix", "symbol",
+                     "directive", "keyword", "word", "prefix", "suffix",
                      "constant", "identifier", "signal", "format", "encoding", "type", "mode"),
                     ("quoted", "ident")),
     **dict.fromkeys(("file", "directory", "folder", "path", "extension", "location"), ("path", "ident", "quoted")),
@@ -180,7 +182,8 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
             text = m.group(g).strip()
             if kind in ("path", "url") and len(text) > 2 and text[-1] in ".," and text[-2] != ".":
                 text, b = text[:-1], b - 1  # the sentence's full stop or comma after it
-            if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked) or _heading(sentence, a)
+            if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
+                    or _inside_named(sentence, a, b, asked) or _heading(sentence, a)
                     or _placeholder(sentence, a, text) or (kind == "ident" and _opening_word(sentence, a, text))):
                 continue
             taken.append((a, b))
@@ -218,6 +221,22 @@ def _heading(sentence: str, at: int) -> bool:
     line = sentence[a:b if b >= 0 else len(sentence)].strip()
     return bool(line) and line.upper() == line and any(c.isalpha() for c in line) and len(line.split()) <= 4 \
         and not any(c in line for c in "_-=/.")
+
+
+_TOKEN_END = ",;:.!?)]}\"'"
+
+
+def _inside_named(sentence: str, a: int, b: int, asked: str) -> bool:
+    """Whether span [a, b) of `sentence` is part of a longer token that the question names ("2010" of
+    "CVE-2010-0001" when the question asks about CVE-2010-0001)."""
+    lo = a
+    while lo > 0 and not sentence[lo - 1].isspace():
+        lo -= 1
+    hi = b
+    while hi < len(sentence) and not sentence[hi].isspace():
+        hi += 1
+    token = sentence[lo:hi].strip(_TOKEN_END + "([{")
+    return len(token) > b - a and len(token) >= 4 and _named(token, asked)
 
 
 def _named(text: str, asked: str) -> bool:
