@@ -27,7 +27,6 @@ def test_the_question_names_what_answers_it(question, head, first):
 @pytest.mark.parametrize("question", [
     "What does rsync's exit code 23 mean?",          # a description, not a code
     "What should logging._srcfile be set to to avoid calling sys._getframe()?",
-    "How do I undo an undo in Vim?",
 ])
 def test_questions_that_do_not_name_a_kind(question):
     assert not spans.wanted(question).typed
@@ -142,3 +141,12 @@ def test_a_character_is_a_symbol_not_a_word():
     assert _texts("Strings can be concatenated with .. in Vim9.", "Which operator concatenates strings?") == [".."]
     q = "What prefix starts an octal number in Vim9 script?"  # a prefix is no symbol: "0o"
     assert _texts('An octal number starts with "0o", "0O".', q)[0] == "0o"
+
+
+def test_how_do_i_asks_for_a_command_a_key_or_an_option():
+    q = "How can I make an interactive bash use a different startup file than its bashrc?"
+    assert spans.wanted(q).kinds == ("shell", "key", "option")
+    assert _texts("--rcfile file  Execute commands from file instead of the standard personal "
+                  "initialization file ~/.bashrc if the shell is interactive", q)[0] == "--rcfile"
+    assert spans.wanted("How do I undo an undo in Vim?").typed
+    assert not spans.wanted("How does the pot keep its memory fixed?").typed  # how it works: no span

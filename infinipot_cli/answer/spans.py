@@ -156,6 +156,8 @@ def _wanted(question: str) -> Want:
                 h = _head(w)
                 if h:
                     return _shaped(Want(HEADS[h], h, content), low)
+    if re.match(r"\W*how (?:do|can|should|would|to)\b", low):  # "How do I undo an undo?": a command, key or option
+        return Want(("shell", "key", "option"), None, content)
     return Want((), None, content)
 
 
