@@ -142,3 +142,12 @@ def test_the_line_a_colon_leads_into_counts_as_the_top_sentence():
     texts[1] = "After a bisect session, issue the following command.\n"  # no colon: a neighbour like the others
     weights = dict((u, w) for w, u in answering._sentences([retrieve.Found(0, 0, [0, 1, 2, 3, 4], 1, 9.0)], texts))
     assert weights[3] == 0.5
+
+
+def test_a_command_line_shown_replaces_an_answer_naming_none():
+    texts = ["Bisect skip\n", "You can ask Git to do it for you by issuing the command:\n",
+             "\n    $ git bisect skip                 # Current version cannot be tested\n"]
+    q = "How do you tell git bisect that the current version cannot be tested?"
+    written = "You can tell git bisect that the current version cannot be tested by asking it to bisect."
+    how, short, unit, _ = answering.decide(q, written, [found(texts, 2)], texts)
+    assert (how, short, unit) == ("extracted", "git bisect skip", 2)

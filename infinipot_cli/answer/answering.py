@@ -34,7 +34,7 @@ from ..pot.archive import STOPWORDS, clip_words, words
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
 MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
-SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident")  # not a quoted word
+SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident", "shell")  # not a quoted word
 STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
 OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
 # words that say something about the document or the question rather than answer it
