@@ -150,3 +150,10 @@ def test_how_do_i_asks_for_a_command_a_key_or_an_option():
                   "initialization file ~/.bashrc if the shell is interactive", q)[0] == "--rcfile"
     assert spans.wanted("How do I undo an undo in Vim?").typed
     assert not spans.wanted("How does the pot keep its memory fixed?").typed  # how it works: no span
+
+
+def test_an_optional_argument_of_a_synopsis_is_not_what_the_line_is_about():
+    q = "Which tar option creates a new archive?"
+    assert _texts(" tar --create [--file ARCHIVE] [OPTIONS] [FILE...]\n", q) == ["--create"]
+    q = "Which option shows the help?"  # a usage line of bracketed options alone keeps them
+    assert _texts("usage: prog [-h] [--verbose]\n", q) == ["-h", "--verbose"]

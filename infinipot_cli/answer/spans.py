@@ -186,7 +186,8 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
                 text, b = text[:-1], b - 1  # the sentence's full stop or comma after it
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
                     or _inside_named(sentence, a, b, asked) or _heading(sentence, a)
-                    or _placeholder(sentence, a, text) or (kind == "ident" and _opening_word(sentence, a, text))):
+                    or _placeholder(sentence, a, text) or (kind == "ident" and _opening_word(sentence, a, text))
+                    or (kind == "option" and _optional(sentence, a, b))):
                 continue
             taken.append((a, b))
             out.append(Span(text, kind, a, b))
@@ -197,6 +198,19 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
         if s.kind == "shell":  # a command line shown ("$ git bisect reset") is the command itself
             s.score += 1.0
     return sorted(out, key=lambda s: -s.score)
+
+
+def _optional(sentence: str, a: int, b: int) -> bool:
+    """Whether the option at [a, b) is an optional argument of a synopsis line: in square brackets, after an option
+    outside them ("tar --create [--file ARCHIVE] [OPTIONS]": --file is not what the line is about)."""
+    lo = sentence.rfind("\n", 0, a) + 1
+    hi = sentence.find("\n", b)
+    line, at = sentence[lo:hi if hi >= 0 else len(sentence)], a - lo
+    before = line[:at]
+    if before.count("[") <= before.count("]") or "]" not in line[at:]:
+        return False
+    outside = re.sub(r"\[[^\[\]]*\]", " ", before)  # what stands before it outside brackets
+    return _RX["option"].search(outside) is not None
 
 
 _PLACEHOLDER_BEFORE = re.compile(r"(?:[=\[<]|(?<![\w-])--?[\w-]+\s)$")
