@@ -151,3 +151,10 @@ def test_a_command_line_shown_replaces_an_answer_naming_none():
     written = "You can tell git bisect that the current version cannot be tested by asking it to bisect."
     how, short, unit, _ = answering.decide(q, written, [found(texts, 2)], texts)
     assert (how, short, unit) == ("extracted", "git bisect skip", 2)
+
+
+def test_a_quoted_sentence_ending_in_a_colon_comes_with_what_it_leads_into():
+    texts = ["Halting\n", "To immediately stop a request within a filter or route use:\n", "\n", "halt\n", "\n",
+             "You can also specify the status when halting.\n"]
+    assert answering.led_into(texts, 1) == 3
+    assert answering.led_into(texts, 5) == 5  # a sentence that ends otherwise is quoted alone

@@ -229,6 +229,15 @@ def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, i
     return lo, hi
 
 
+def led_into(texts: list[str], hi: int) -> int:
+    """The last unit of the sentence the sentence ending at unit `hi` leads into when it ends with a colon
+    ("To immediately stop a request within a filter or route use:" | "halt"), else `hi`."""
+    if not texts[hi].rstrip().endswith(":"):
+        return hi
+    nxt = next((k for k in range(hi + 1, min(len(texts), hi + 4)) if texts[k].strip()), None)
+    return hi if nxt is None else sentence_units(texts, nxt)[1]
+
+
 def quote_line(short: str, how: str, sentence: str, label: str) -> str:
     """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
     they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
@@ -278,6 +287,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     if unit is None:
         return Reply(short, how, short, written, evidence=proof)
     lo, hi = sentence_units(texts, unit)
+    if how == "quoted":  # a sentence ending in a colon is quoted with what it leads into ("... use:" | "halt")
+        hi = led_into(texts, hi)
     pos = d_src[(seg >= lo) & (seg <= hi)]
     start = int(pos.min()) if pos.numel() else 0
     source, where = ev.locate(engine, start, sources)
