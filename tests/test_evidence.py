@@ -52,9 +52,9 @@ def test_the_second_passage_is_where_the_question_points():
     src = torch.tensor([0, 10, 20, 30, 40])  # no two units adjacent: no widening
     scores = torch.tensor([0.0, 0.1, 5.0, 0.2, 1.0])  # the answer's choice: 2, then 4, then 3
     asked = torch.tensor([0.0, 2.0, 0.0, 0.0, 0.0])   # the question's words: unit 1
-    out = [g for g, _ in ev.choose(seg, texts, src, scores, asked=asked)]
+    out = [g for g, _ in ev.choose(seg, texts, src, scores, max_passages=3, asked=asked)]
     assert out == [[2], [1], [4]]
-    assert [g for g, _ in ev.choose(seg, texts, src, scores, asked=torch.zeros(5))] == [[2], [4], [3]]
+    assert [g for g, _ in ev.choose(seg, texts, src, scores, max_passages=3, asked=torch.zeros(5))] == [[2], [4], [3]]
 
 
 def test_word_scores_prefer_rare_shared_words():

@@ -4,7 +4,7 @@ it names (honesty.py). `ask` (both flows), `chat` and `bench qa` call `ground` a
     answer     what stdout shows: the model's answer, or honesty.NOT_SAID when it names something the
                document does not contain (a list answer: its items that name such a thing are left out)
     guess      the model's own answer (shown on stderr and in --json when it was withheld)
-    evidence   [Passage]: at most three passages with their source and page / chapter / section / line
+    evidence   [Passage]: at most four passages with their source and page / chapter / section / line
     unsupported  the specifics of the guess that the document does not contain
 """
 
