@@ -158,3 +158,8 @@ def test_a_quoted_sentence_ending_in_a_colon_comes_with_what_it_leads_into():
              "You can also specify the status when halting.\n"]
     assert answering.led_into(texts, 1) == 3
     assert answering.led_into(texts, 5) == 5  # a sentence that ends otherwise is quoted alone
+
+
+def test_a_term_of_symbols_is_quoted_with_its_description():
+    texts = ["     ~B      Send a BREAK to the remote system.\n\n", "    ", " ~.     ", " Disconnect.\n\n", " ~&  Background.\n"]
+    assert answering.sentence_units(texts, 3) == (2, 3)  # "~.  Disconnect.", not "Disconnect." alone

@@ -214,9 +214,9 @@ def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, i
     """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
     of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
     the previous sentence's end and on to its own, at most about `words` words."""
-    def ends(k: int) -> bool:
+    def ends(k: int) -> bool:  # a unit of symbols alone ends no sentence: "~." in " ~.  Disconnect."
         t = texts[k]
-        return t.rstrip().endswith(_ENDS) or t.endswith("\n\n") or not t.strip()
+        return (t.rstrip().endswith(_ENDS) and any(c.isalnum() for c in t)) or t.endswith("\n\n") or not t.strip()
 
     lo = hi = unit
     n = len(texts[unit].split())
