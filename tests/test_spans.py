@@ -18,6 +18,8 @@ from infinipot_cli.answer import spans
     ("Who uploaded gzip 1.12-1?", "owner", "name"),
     ("Where does 'make install' put bash?", "location", "path"),
     ("To which email address can bug reports be mailed?", "email", "email"),
+    ("Which error does g_key_file_load_from_file() return when the file does not exist?", "error", "quoted"),
+    ("Since when has the option been deprecated?", "date", "date"),
 ])
 def test_the_question_names_what_answers_it(question, head, first):
     want = spans.wanted(question)

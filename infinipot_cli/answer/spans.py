@@ -54,7 +54,7 @@ HEADS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("function", "method", "macro", "variable", "handler", "attribute", "field", "parameter",
                      "argument", "setting", "property", "class", "module", "package", "library", "header",
                      "directive", "keyword", "word", "prefix", "suffix",
-                     "constant", "identifier", "signal", "format", "encoding", "type", "mode"),
+                     "constant", "identifier", "signal", "format", "encoding", "type", "mode", "error", "exception"),
                     ("quoted", "ident")),
     **dict.fromkeys(("file", "directory", "folder", "path", "extension", "location"), ("path", "ident", "quoted")),
     **dict.fromkeys(("port", "code", "status", "uid", "gid", "id", "size", "length", "weight", "limit", "number",
@@ -129,7 +129,7 @@ def _wanted(question: str) -> Want:
     content = {w for w in words(low) if w not in STOPWORDS}
     if re.match(r"(?:\w+\s+){0,3}?how (?:many|much|long|large|big|old|often|far)\b", low):
         return Want(("number", "date"), "number", content)
-    if re.search(r"\bwhen\b|\bwhat (?:date|day|year)\b", low):
+    if re.match(r"(?:\w+\s+){0,2}?when\b", low) or re.search(r"\bwhat (?:date|day|year)\b", low):  # not "... when X"
         return Want(("date", "version", "number"), "date", content)
     if re.match(r"(?:\w+\s+){0,2}?who\b", low) or re.search(r"\bby whom\b", low):
         return Want(("name", "ident", "email"), "owner", content)
