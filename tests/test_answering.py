@@ -163,3 +163,15 @@ def test_a_quoted_sentence_ending_in_a_colon_comes_with_what_it_leads_into():
 def test_a_term_of_symbols_is_quoted_with_its_description():
     texts = ["     ~B      Send a BREAK to the remote system.\n\n", "    ", " ~.     ", " Disconnect.\n\n", " ~&  Background.\n"]
     assert answering.sentence_units(texts, 3) == (2, 3)  # "~.  Disconnect.", not "Disconnect." alone
+
+
+def test_a_question_about_a_version_option_or_identifier_the_document_lacks_is_not_answered():
+    doc = "Noteworthy changes in release 9.1 (2022-04-15). g_key_file_to_data () outputs key_file. -n  Redirect stdin."
+    assert answering.absent("On what date was coreutils 9.2 released?", doc) == ["9.2"]
+    assert answering.absent("What does ssh -N do?", doc) == ["-N"]  # options are case-sensitive
+    assert answering.absent("What is the value of ASN1_MAX_NAME_SIZE?", doc) == ["ASN1_MAX_NAME_SIZE"]
+    # named as the document names them, "()" aside; words that are no identifier are never refused for
+    assert answering.absent("What does g_key_file_to_data() do?", doc) == []
+    assert answering.absent("What does -n do in release 9.1?", doc) == []
+    assert answering.absent("Which command starts the GUI Vim on a single-line prompt?", doc) == []
+    assert answering.absent("When was 9.2 released?", None) == []  # the document not held whole: no check

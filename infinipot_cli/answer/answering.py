@@ -13,7 +13,8 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    none where none stands out. It gives way to the best span, shown with the sentence it comes from, when it
    names a weaker one or none where a strong one stands. An answer naming a number, name or identifier its
    passages lack (honesty.py), or saying they lack the answer, gives way to a strong span, else to "The document
-   does not seem to say."; one that names nothing beyond the question, to the best span or sentence.
+   does not seem to say." (as does any answer to a question naming a version, option or identifier the document
+   never names: `absent`); one that names nothing beyond the question, to the best span or sentence.
 
     reply = answer(engine, prompts, question, sources, max_new_tokens=256)
     reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
@@ -261,6 +262,32 @@ def clip_around(sentence: str, span: str = "", n: int = QUOTE_WORDS) -> str:
     return ("\u2026 " if lo else "") + " ".join(ws[lo:hi]) + (" \u2026" if hi < len(ws) else "")
 
 
+_ABSENT_KINDS = ("version", "option", "ident")
+
+
+def absent(question: str, text: str | None) -> list[str]:
+    """The versions, options and identifiers `question` names that the document's `text` never does ("When was
+    coreutils 9.2 released?" over a NEWS file that stops at 9.1): a question about something the document lacks
+    is answered "does not seem to say", not with a near miss. An identifier counts when it is one unmistakably
+    (with "_", "()", a dot or a digit inside, or in camel case; not a capitalised word or a hyphenated compound
+    such as "single-line"), and is looked for as written, "()" aside ("g_key_file_to_data ()" names
+    g_key_file_to_data())."""
+    if not text:
+        return []
+    out: list[str] = []
+    for kind in _ABSENT_KINDS:
+        for m in spans._RX[kind].finditer(question):
+            name = m.group(0).strip().rstrip("?.,")
+            if kind == "ident" and not _UNMISTAKABLE.search(name):
+                continue
+            if len(name) >= 2 and name not in out and name.removesuffix("()") not in text:
+                out.append(name)
+    return out
+
+
+_UNMISTAKABLE = re.compile(r"_|\(\)|\w\.\w|\d|[a-z][A-Z]")
+
+
 def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62
            ) -> Reply | None:
     """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
@@ -282,6 +309,9 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     else:
         how, short, unit, invented = decide(question, written, found, texts)
     proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
+    missing = absent(question, honesty.document_text(engine))
+    if missing:  # the question asks about a version, option or identifier the document never names
+        how, invented = "not-said", missing
     if how == "not-said":
         return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented, evidence=proof)
     if unit is None:
