@@ -276,8 +276,7 @@ def absent(question: str, text: str | None) -> list[str]:
         return []
     out: list[str] = []
     for kind in _ABSENT_KINDS:
-        for m in spans._RX[kind].finditer(question):
-            name = m.group(0).strip().rstrip("?.,")
+        for name in spans.mentions(question, kind):
             if kind == "ident" and not _UNMISTAKABLE.search(name):
                 continue
             if len(name) >= 2 and name not in out and name.removesuffix("()") not in text:

@@ -278,6 +278,12 @@ def closeness(span: Span, sentence: str, want: Want) -> float:
     return total
 
 
+def mentions(text: str, kind: str) -> list[str]:
+    """What `text` writes of span kind `kind` (PATTERNS), as written, trailing punctuation aside: the versions,
+    options and identifiers a question names."""
+    return [m.group(0).strip().rstrip("?.,") for m in _RX[kind].finditer(text)]
+
+
 def contains(text: str, span: str) -> bool:
     """Whether `text` names `span` (as a whole word)."""
     pre = r"(?<![\w-])" if span[:1].isalnum() else ""
