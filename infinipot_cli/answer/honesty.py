@@ -116,14 +116,18 @@ def supported_items(answer: str, question: str, text: str) -> str | None:
 def document_text(engine, limit: int = MAX_DOCUMENT_TOKENS) -> str | None:
     """The text of the document as read, from the pot and its archive (every token read, with the default
     shared selection); None when the document is longer than `limit` tokens or some tokens are held by
-    neither."""
+    neither. Decoded once per read (Engine.derived): answering and grounding both check against it."""
     from .evidence import document_tokens
 
     n = engine.tokens_read
     if n > limit:
         return None
-    ids = document_tokens(engine, 0, n)
-    return engine.tok.decode(ids, skip_special_tokens=True) if ids is not None else None
+
+    def decode() -> str | None:
+        ids = document_tokens(engine, 0, n)
+        return engine.tok.decode(ids, skip_special_tokens=True) if ids is not None else None
+
+    return engine.derived("document text", n, decode)
 
 
 def refused(text: str) -> bool:
