@@ -175,3 +175,31 @@ def test_a_question_about_a_version_option_or_identifier_the_document_lacks_is_n
     assert answering.absent("What does -n do in release 9.1?", doc) == []
     assert answering.absent("Which command starts the GUI Vim on a single-line prompt?", doc) == []
     assert answering.absent("When was 9.2 released?", None) == []  # the document not held whole: no check
+
+
+R_GRAPHICS = ["locator(n, type) Wait for the user to select locations on the current plot using the left mouse "
+              "button.\n",
+              "locator() returns the locations of the points selected as a list with two components x and y.\n",
+              "This continues until n (default 512) points have been selected, or another mouse button is pressed.\n",
+              "Use identify() to highlight any of the points defined by x and y.\n",
+              "Chapter 13 lists 4 ways to draw points, and none of them waits.\n"]
+
+
+def test_units_next_to_the_kind_of_thing_asked_for_rank_higher():
+    q = "How many points does locator() wait for by default?"
+    plain = retrieve.ev.word_scores(R_GRAPHICS, q)
+    typed = retrieve.rank(R_GRAPHICS, q)
+    assert int(plain.argmax()) != 2 and int(typed.argmax()) == 2  # "n (default 512) points" over the prose
+    assert typed[2] == plain[2] * (1 + retrieve.TYPED_WEIGHT)
+    assert typed[1] > plain[1]   # next to the number: the neighbour of a definition counts
+    # a question asking for no kind a text shows by its form ranks by its words alone
+    q2 = "Which function highlights the points?"
+    assert retrieve.rank(R_GRAPHICS, q2).tolist() == retrieve.ev.word_scores(R_GRAPHICS, q2).tolist()
+
+
+def test_a_number_the_question_names_does_not_type_a_unit():
+    texts = ["Release 9.2 added the foo program.\n", "\n", "\n", "The foo program was rewritten in release 9.3.\n"]
+    q = "Which release after 9.2 rewrote the foo program?"
+    w = retrieve.ev.word_scores(texts, q)
+    got = retrieve.rank(texts, q)
+    assert got[0] == w[0] and got[3] == w[3] * (1 + retrieve.TYPED_WEIGHT)

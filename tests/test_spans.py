@@ -159,3 +159,10 @@ def test_an_optional_argument_of_a_synopsis_is_not_what_the_line_is_about():
     assert _texts(" tar --create [--file ARCHIVE] [OPTIONS] [FILE...]\n", q) == ["--create"]
     q = "Which option shows the help?"  # a usage line of bracketed options alone keeps them
     assert _texts("usage: prog [-h] [--verbose]\n", q) == ["-h", "--verbose"]
+
+
+def test_a_version_ending_a_sentence_is_a_version():
+    want = spans.wanted("In which release did the change appear?")
+    got = [s.text for s in spans.spans("The first stable release containing this change was 5.92.", want)]
+    assert got[:1] == ["5.92"]
+    assert spans.mentions("Upgrade from 1.2.3 to 1.3.", "version") == ["1.2.3", "1.3"]  # never a piece of 1.2.3

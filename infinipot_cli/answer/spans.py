@@ -28,7 +28,7 @@ PATTERNS: dict[str, str] = {
     "date": rf"\b(?:\d{{1,2}} {_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}}, \d{{4}}|{_MONTH},? \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b",
     "option": r"(?<![\w/.\-])(?:--?[A-Za-z0-9][\w-]*(?:=[^\s,;)]+)?|\+[A-Za-z])(?![\w])",
     "key": r"\b(?:CTRL|Ctrl|ALT|Alt|META|Meta|SHIFT|Shift|CMD|Cmd)-\S\w*|<[A-Za-z][\w-]*>",
-    "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?![\w.])",
+    "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?!\w|\.\w)",  # "... was 5.92." ends a sentence
     "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s?(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
               r"(?![\w])",
     "path": r"(?<![\w<])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
