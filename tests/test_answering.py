@@ -203,3 +203,34 @@ def test_a_number_the_question_names_does_not_type_a_unit():
     w = retrieve.ev.word_scores(texts, q)
     got = retrieve.rank(texts, q)
     assert got[0] == w[0] and got[3] == w[3] * (1 + retrieve.TYPED_WEIGHT)
+
+
+ARGPARSE = ["Some command-line arguments should be selected from a restricted set of values.\n",
+            "These can be handled by passing a sequence object as the choices keyword argument to add_argument().\n",
+            "When the command line is parsed, argument values will be checked.\n"]
+
+
+def test_an_answer_that_strays_from_its_passage_gives_way_to_its_sentence():
+    q = "How do you restrict an argument to a fixed set of allowed values?"
+    strays = "To restrict an argument to a fixed set of allowed values, you can use the `with-statement` in Python."
+    assert answering.support(strays, q, "".join(ARGPARSE)) < answering.SUPPORTED
+    how, short, unit, _ = answering.decide(q, strays, [found(ARGPARSE, 1)], ARGPARSE)
+    assert (how, unit) == ("quoted", 1) and "choices" in short
+    keeps = "Pass a sequence object as the choices keyword argument to add_argument()."
+    assert answering.support(keeps, q, "".join(ARGPARSE)) >= answering.SUPPORTED  # "pass" is not "passing"
+    assert answering.decide(q, keeps, [found(ARGPARSE, 1)], ARGPARSE)[:2] == ("written", keeps)
+
+
+SSH = ["     -n      Redirects stdin from /dev/null.\n", "     -N      Do not execute a remote command.\n",
+       "     -f      Go to background just before command execution.  Implies -n.\n",
+       "     -W host:port  Requests that standard input and output be forwarded.  Implies -N, -T.\n"]
+
+
+def test_an_option_the_question_names_is_matched_as_written_and_where_it_heads_a_line():
+    got = retrieve.rank(SSH, "What does ssh -N do?")
+    assert int(got.argmax()) == 1         # its definition: "-N" heads the line
+    assert got[0] == 0 and got[2] == 0    # -n is another option
+    assert got[3] > 0                     # a mention counts, less
+    assert retrieve.heads(SSH, "What does ssh -N do?").nonzero().flatten().tolist() == [1]
+    api = ["g_key_file_to_data ()\n", "Outputs key_file as a string.\n", "See also g_key_file_to_data().\n"]
+    assert retrieve.heads(api, "What does g_key_file_to_data() do?").nonzero().flatten().tolist() == [0]

@@ -14,7 +14,8 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    names a weaker one or none where a strong one stands. An answer naming a number, name or identifier its
    passages lack (honesty.py), or saying they lack the answer, gives way to a strong span, else to "The document
    does not seem to say." (as does any answer to a question naming a version, option or identifier the document
-   never names: `absent`); one that names nothing beyond the question, to the best span or sentence.
+   never names: `absent`); one that names nothing beyond the question, to the best span or sentence; one that
+   strays from its passage (fewer than SUPPORTED of its new words in it: `support`), to its best sentence.
 
     reply = answer(engine, prompts, question, sources, max_new_tokens=256)
     reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
@@ -35,8 +36,9 @@ from ..pot.archive import STOPWORDS, clip_words, words
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
 MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
-SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident", "shell")  # not a quoted word
+SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident", "shell", "symbol")  # not a quoted word
 STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
+SUPPORTED = 0.6    # a written answer whose passage holds less than this share of its new words gives way to a quote
 OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
 # words that say something about the document or the question rather than answer it
 _FILLER = frozenset(words("document documents text passage manual page above below answer answers question "
@@ -72,6 +74,17 @@ _DOCUMENT = r"(?:based on the document,? )?(?:the|this) (?:document|text|manual|
 _REPORTS = re.compile(_DOCUMENT + r" (?:states|mentions|says|notes|explains|suggests|recommends|indicates|shows)"
                       r"(?: that)?\s+")
 _ABOUT = re.compile(_DOCUMENT)
+
+
+def support(answer: str, question: str, text: str) -> float:
+    """The share of the answer's new content words (`new_words`) that `text` holds: how far the model's answer
+    keeps to the passage it was written from (1.0 when it names nothing new). "To restrict an argument to a
+    fixed set of allowed values, you can use the `with-statement` in Python." over a passage on `choices`: 0.5."""
+    new = new_words(answer, question)
+    if not new:
+        return 1.0
+    held = set(words(text))
+    return sum(w in held for w in new) / len(new)
 
 
 def _about_document(low: str) -> bool:
@@ -166,6 +179,8 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
     if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
         return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
+    if found and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
+        return "quoted", texts[found[0].top].strip(), found[0].top, []  # the answer strays from its passage
     return "written", written, None, []
 
 

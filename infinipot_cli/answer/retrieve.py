@@ -6,8 +6,11 @@ the passage that matches it best, not from the whole pot: a 135M model answers b
 coherent, relevant text (docs/results/qa.md).
 
 The document is cut into units (sentences, and lines for man pages and changelogs: evidence.units), each ranked
-by BM25 over the question's content words, the words of the heading of the part it belongs to counting too
-(outline.py: a changelog entry's release, a man page's section), at half weight. A passage is a top unit widened
+by BM25 over the question's content words (an option it names as written: `-N` is not `-n`), the words of the
+heading of the part it belongs to counting too (outline.py: a changelog entry's release, a man page's section), at
+half weight; a unit next to a span of the kind the question asks for (a number for "how many", an option for
+"which option": `typed`) counts half again, and one that begins with a name the question names (where a man page
+or an API reference defines it: `heads`) gains a quarter of the name's idf. A passage is a top unit widened
 by the units around it up to about WIDTH tokens (never across the start of another source), so a line such as
 "-J, --xz" comes with its description and a sentence with the one that names its subject; it is read under its
 part's heading, so "b2sum is added" comes with "Noteworthy changes in release 8.26".
@@ -20,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import math
+import re
+
 import torch
 
 from . import evidence as ev
@@ -30,6 +36,7 @@ PASSAGES = 2       # passages found for a question (the model writes from the fi
 WIDTH = 64         # tokens a passage is widened to around its top unit, about
 SIDE_UNITS = 2     # units with text taken on each side at most
 HEADING_WEIGHT = 0.5  # a part heading's words count this much in its units' scores
+HEAD_WEIGHT = 0.25    # a unit that begins with a name the question names gains this x the name's idf
 TYPED_WEIGHT = 0.5    # a unit next to a span of the kind the question asks for scores this much more (x 1.5)
 # the span kinds a unit's text can show by their form alone (a plain word can be a name, a quote anything)
 SHAPED = ("number", "version", "date", "option", "key", "email", "url", "path", "shell", "symbol")
@@ -77,15 +84,54 @@ def headings(engine, first: torch.Tensor, texts: list[str]) -> torch.Tensor:
 
 
 def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
-    """(K,) score of every unit: BM25 over the question's content words (idf over the units), raised for the
-    units that stand next to what the question asks for (`typed`), plus HEADING_WEIGHT x its part heading's
-    (`heading`: (K,) heading unit, -1 none). The pot's own question attention beside the words measured worse
-    (docs/results/qa.md), so the words alone rank."""
-    w = typed(ev.word_scores(texts, question), texts, question)
+    """(K,) score of every unit: BM25 over the question's content words (idf over the units), an option the
+    question names counting as written (`-N` is not `-n`), raised for the units that stand next to what the
+    question asks for (`typed`) and for those that begin with a name it names (`heads`), plus HEADING_WEIGHT x
+    its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question attention beside the words
+    measured worse (docs/results/qa.md), so the words alone rank."""
+    options = [o for o in dict.fromkeys(_options(question)) if len(o) >= 2]
+    rest = question
+    for o in options:
+        rest = rest.replace(o, " ")
+    w = ev.word_scores(texts, rest) + _idf_where(texts, [{o for o in options if o in _options(t)} for t in texts],
+                                                 options)
+    w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
     if heading is None:
         return w
     h = heading.clamp_min(0)
     return w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
+
+
+def _options(text: str) -> set[str]:
+    """The options `text` writes, without their values ("--max-ppsize=N" → "--max-ppsize")."""
+    return {m.split("=")[0] for m in spans.mentions(text, "option")}
+
+
+def _idf_where(texts: list[str], has: list[set[str]], terms: list[str]) -> torch.Tensor:
+    """(K,) the sum of the idf (over the units) of each of `terms` that unit k has (`has[k]`)."""
+    K = len(texts)
+    out = torch.zeros(K)
+    for t in terms:
+        df = sum(t in h for h in has)
+        if df:
+            out += math.log(1 + (K - df + 0.5) / (df + 0.5)) * torch.tensor([float(t in h) for h in has])
+    return out
+
+
+def heads(texts: list[str], question: str) -> torch.Tensor:
+    """(K,) for every unit that begins with an option or identifier the question names, the name's idf: where a
+    man page, an API reference or a glossary defines it (" -N      Do not execute a remote command.",
+    "g_key_file_to_data ()"), not one of the places that merely mention it ("Implies -N, -T ...")."""
+    names: list[str] = []
+    for kind in ("option", "ident"):
+        for m in spans.mentions(question, kind):
+            m = m.split("=")[0].removesuffix("()")
+            if len(m) >= 2 and m not in names:
+                names.append(m)
+    if not names:
+        return torch.zeros(len(texts))
+    starts = [re.compile(r"\s*" + re.escape(n) + r"(?![\w-])") for n in names]
+    return _idf_where(texts, [{n for n, rx in zip(names, starts) if rx.match(t)} for t in texts], names)
 
 
 def typed(w: torch.Tensor, texts: list[str], question: str) -> torch.Tensor:
