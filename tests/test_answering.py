@@ -219,6 +219,8 @@ def test_an_answer_that_strays_from_its_passage_gives_way_to_its_sentence():
     keeps = "Pass a sequence object as the choices keyword argument to add_argument()."
     assert answering.support(keeps, q, "".join(ARGPARSE)) >= answering.SUPPORTED  # "pass" is not "passing"
     assert answering.decide(q, keeps, [found(ARGPARSE, 1)], ARGPARSE)[:2] == ("written", keeps)
+    listed = "- choices\n- sets\n- values of a fixed kind"  # a list's items are judged as items, not as a sentence
+    assert answering.decide(q, listed, [found(ARGPARSE, 1)], ARGPARSE)[0] == "written"
 
 
 SSH = ["     -n      Redirects stdin from /dev/null.\n", "     -N      Do not execute a remote command.\n",

@@ -15,7 +15,8 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    passages lack (honesty.py), or saying they lack the answer, gives way to a strong span, else to "The document
    does not seem to say." (as does any answer to a question naming a version, option or identifier the document
    never names: `absent`); one that names nothing beyond the question, to the best span or sentence; one that
-   strays from its passage (fewer than SUPPORTED of its new words in it: `support`), to its best sentence.
+   strays from its passage (a sentence fewer than SUPPORTED of whose new words it holds: `support`; a list's
+   items are no sentence), to its best sentence.
 
     reply = answer(engine, prompts, question, sources, max_new_tokens=256)
     reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
@@ -179,8 +180,8 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
         return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
     if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
         return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
-    if found and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
-        return "quoted", texts[found[0].top].strip(), found[0].top, []  # the answer strays from its passage
+    if found and "\n" not in written.strip() and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
+        return "quoted", texts[found[0].top].strip(), found[0].top, []  # the sentence strays from its passage
     return "written", written, None, []
 
 
