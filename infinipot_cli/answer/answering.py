@@ -350,14 +350,16 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
 def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
              unit: int | None = None) -> list:
     """The passages found for the question as the answer's evidence (evidence.Passage, at most MAX_PASSAGES,
-    about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best; each
-    its top unit and the units around it, after its part's heading when that stands apart ("Noteworthy changes
-    in release 8.26 … b2sum is added"), located at its first word."""
+    about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best, with
+    twice the words of each other (64 and 32: a long sentence's neighbour, where the answer often is, still fits);
+    each its top unit and the units around it, after its part's heading when that stands apart ("Noteworthy
+    changes in release 8.26 … b2sum is added"), located at its first word."""
     d_src, seg, texts = doc
     order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
-    per = ev.MAX_WORDS // ev.MAX_PASSAGES
+    share = ev.MAX_WORDS // (ev.MAX_PASSAGES + 1)
     out = []
-    for f in order:
+    for k, f in enumerate(order):
+        per = 2 * share if k == 0 else share
         i = f.units.index(f.top)
         lo = hi = i
         n = len(texts[f.top].split())

@@ -39,7 +39,7 @@ from ..pot.scoring.segments import BoundaryTable, segment_ids, unit_starts
 from ..documents.where import Where, without
 
 MAX_PASSAGES = 4
-MAX_WORDS = 160          # words in all the passages together, about (40 a passage)
+MAX_WORDS = 160          # words in all the passages together, about (answering.evidence: 64 for the first, 32 each other)
 UNIT_TOKENS = 40         # a unit (sentence / line) is cut into pieces of at most this many tokens
 FROM_DEPTH = 0.5         # attention is read from the layers at this depth and deeper (where CaP reads it)
 RULES = ("attention", "relevance", "words", "combined", "document")
