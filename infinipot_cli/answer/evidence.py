@@ -174,14 +174,18 @@ def _newline_ids(tokenizer, tok: torch.Tensor) -> torch.Tensor:
 def word_scores(texts: Sequence[str], query: str) -> torch.Tensor:
     """(K,) BM25-like overlap of each unit with the query's content words (idf over the units themselves)."""
     terms = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
-    bags = [set(words(t)) for t in texts]
-    K = len(texts)
+    return idf_scores([set(words(t)) for t in texts], terms)
+
+
+def idf_scores(has: Sequence[set[str]], terms: Sequence[str]) -> torch.Tensor:
+    """(K,) for each unit k, the sum of the idf (over the K units) of the `terms` it has (`has[k]`)."""
+    K = len(has)
     out = torch.zeros(K)
     for w in terms:
-        df = sum(w in b for b in bags)
+        df = sum(w in h for h in has)
         if df:
             idf = math.log(1 + (K - df + 0.5) / (df + 0.5))
-            out += torch.tensor([idf if w in b else 0.0 for b in bags])
+            out += torch.tensor([idf if w in h else 0.0 for h in has])
     return out
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-import math
 import re
 
 import torch
@@ -93,8 +92,8 @@ def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -
     rest = question
     for o in options:
         rest = rest.replace(o, " ")
-    w = ev.word_scores(texts, rest) + _idf_where(texts, [{o for o in options if o in _options(t)} for t in texts],
-                                                 options)
+    named = [set(options) & _options(t) for t in texts] if options else [set()] * len(texts)
+    w = ev.word_scores(texts, rest) + ev.idf_scores(named, options)
     w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
     if heading is None:
         return w
@@ -105,17 +104,6 @@ def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -
 def _options(text: str) -> set[str]:
     """The options `text` writes, without their values ("--max-ppsize=N" → "--max-ppsize")."""
     return {m.split("=")[0] for m in spans.mentions(text, "option")}
-
-
-def _idf_where(texts: list[str], has: list[set[str]], terms: list[str]) -> torch.Tensor:
-    """(K,) the sum of the idf (over the units) of each of `terms` that unit k has (`has[k]`)."""
-    K = len(texts)
-    out = torch.zeros(K)
-    for t in terms:
-        df = sum(t in h for h in has)
-        if df:
-            out += math.log(1 + (K - df + 0.5) / (df + 0.5)) * torch.tensor([float(t in h) for h in has])
-    return out
 
 
 def heads(texts: list[str], question: str) -> torch.Tensor:
@@ -131,7 +119,7 @@ def heads(texts: list[str], question: str) -> torch.Tensor:
     if not names:
         return torch.zeros(len(texts))
     starts = [re.compile(r"\s*" + re.escape(n) + r"(?![\w-])") for n in names]
-    return _idf_where(texts, [{n for n, rx in zip(names, starts) if rx.match(t)} for t in texts], names)
+    return ev.idf_scores([{n for n, rx in zip(names, starts) if rx.match(t)} for t in texts], names)
 
 
 def typed(w: torch.Tensor, texts: list[str], question: str) -> torch.Tensor:
