@@ -56,6 +56,17 @@ def test_an_answer_naming_what_its_passages_lack_is_withheld():
     assert how == "not-said"
 
 
+def test_a_description_asked_for_is_quoted_when_the_answer_invents_one():
+    texts = ["EXIT VALUES\n", "     o 23 - Partial transfer due to error\n", "     o 24 - Partial transfer due to vanished source files\n"]
+    q = "What does rsync's exit code 23 mean?"  # a description, not a value: the passage's sentence, quoted
+    how, short, unit, bad = answering.decide(q, "Exit code 23 means that the rsync server was unable to connect "
+                                             "to port 8873.", [found(texts, 1)], texts)
+    assert (how, unit) == ("quoted", 1) and "Partial transfer" in short and bad == ["8873"]
+    q = "What is the numeric value of the transfer timeout?"  # a value the passage lacks: not answered
+    how, *_ = answering.decide(q, "The transfer timeout is 8873.", [found(texts, 1)], texts)
+    assert how == "not-said"
+
+
 def test_the_answer_line_quotes_the_document():
     line = answering.quote_line("-J", "extracted", " -J, --xz\n  Filter the archive through xz(1).\n",
                                 "tar.1.txt · line 612")
@@ -201,7 +212,7 @@ def test_a_number_the_question_names_does_not_type_a_unit():
     texts = ["Release 9.2 added the foo program.\n", "\n", "\n", "The foo program was rewritten in release 9.3.\n"]
     q = "Which release after 9.2 rewrote the foo program?"
     w = retrieve.ev.word_scores(texts, q)
-    got = retrieve.rank(texts, q)
+    got = retrieve.typed(w, texts, q)
     assert got[0] == w[0] and got[3] == w[3] * (1 + retrieve.TYPED_WEIGHT)
 
 
@@ -234,5 +245,7 @@ def test_an_option_the_question_names_is_matched_as_written_and_where_it_heads_a
     assert got[0] == 0 and got[2] == 0    # -n is another option
     assert got[3] > 0                     # a mention counts, less
     assert retrieve.heads(SSH, "What does ssh -N do?").nonzero().flatten().tolist() == [1]
+    changes = ["gzip (1.3.12-8) unstable; urgency=low\n", "gzip (1.12-1) sid; urgency=high\n", "gzip (1.10-4) sid\n"]
+    assert int(retrieve.rank(changes, "Who uploaded gzip 1.12-1?").argmax()) == 1  # a version, as written too
     api = ["g_key_file_to_data ()\n", "Outputs key_file as a string.\n", "See also g_key_file_to_data().\n"]
     assert retrieve.heads(api, "What does g_key_file_to_data() do?").nonzero().flatten().tolist() == [0]

@@ -167,3 +167,53 @@ def test_an_invented_number_is_withheld(builtin):
     g = ground(eng, prompt, q, "The tower has 98765 steps.", sources)  # a guess naming a number not in the text
     assert g.answer == honesty.NOT_SAID and g.guess.startswith("The tower") and g.unsupported == ["98765"]
     assert g.as_json()["guess"] == g.guess and any("98765" in line for line in g.lines())
+
+
+def test_neighbours_widen_past_a_gap_never_and_into_shown_units_never():
+    texts = ["--max-ppsize=N\n", "Specify the size\n", "of the stack.\n", "This defaults to 10000.\n",
+             "Currently the maximum value accepted is 100000.\n", "--min-vsize=N\n"]
+    seg = torch.tensor([0, 1, 2, 3, 4, 5])
+    src = torch.tensor([0, 1, 2, 3, 4, 9])  # unit 5 is not next to unit 4 in the document
+    near = ev.Neighbours(src, seg, len(texts))
+    nwords = [len(t.split()) for t in texts]
+    assert near.widen(0, 20, nwords) == [0, 1, 2, 3, 4]            # the option's description, to its words
+    assert near.widen(4, 40, nwords) == [0, 1, 2, 3, 4]            # not across the gap to unit 5
+    assert near.widen(0, 20, nwords, used={3}) == [0, 1, 2]       # not into what another passage shows
+    assert ev.Neighbours(src, seg, len(texts), part_at=[2]).widen(0, 20, nwords) == [0, 1]  # nor a new part
+
+
+OPTIONS = """R accepts the following command-line options.
+
+--no-environ
+Do not read any user file to set environment variables.
+
+--max-ppsize=N
+Specify the maximum size of the pointer protection stack as N locations.
+This defaults to 10000, but can be increased
+to allow large and complicated calculations
+to be done.
+Currently the maximum value accepted is 100000.
+
+--min-vsize=N
+Specify the minimum size of the vector heap.
+
+--quiet
+Do not print out the initial copyright and welcome messages.
+"""
+
+
+def test_the_evidence_reaches_past_the_passage_it_was_found_by(builtin, tmp_path):
+    """The answer's passage is widened in the document to its share of words, past the lines the passage was
+    found by: an option's last line of description ("Currently the maximum value accepted is 100000.", five
+    lines under "--max-ppsize=N") is shown with it."""
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.session import Session
+
+    path = tmp_path / "options.txt"
+    filler = "".join(f"Line {i} of the appendix about plotting.\n" for i in range(40))
+    path.write_text(filler + OPTIONS + filler)
+    s = Session.start(builtin, PotConfig(size=512, keep=256))
+    s.read(open_source(str(path), "auto"))
+    a = s.ask("What is the largest value --max-ppsize accepts?", grounded=True)
+    assert any("100000" in p.text for p in a.grounded.evidence), [p.text for p in a.grounded.evidence]

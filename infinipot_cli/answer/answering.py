@@ -32,7 +32,7 @@ from typing import Sequence
 
 from . import evidence as ev
 from . import honesty, retrieve, spans
-from ..pot.archive import STOPWORDS, clip_words, words
+from ..pot.archive import STOPWORDS, clip_words, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
@@ -171,7 +171,13 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
     invented = honesty.unsupported(written, question, held)
     if invented or honesty.refused(written):  # the model named what its passages lack, or said they lack it
-        return ("extracted", best[1].text, best[2], invented) if strong else ("not-said", "", None, invented)
+        if strong:
+            return "extracted", best[1].text, best[2], invented
+        if invented and found and not (want.kinds and want.kinds[0] in SPECIFIC):
+            # a question after a description, not a value ("What does exit code 23 mean?"): the passage's best
+            # sentence, quoted; one after a number, date or version the passage lacks is not answered
+            return "quoted", texts[found[0].top].strip(), found[0].top, invented
+        return "not-said", "", None, invented
     if own and own[0][0] >= best[0] - MARGIN:
         return "written", written, None, []  # the model named a span that stands as close to the question
     if non_answer(written, question):  # the passage's strong span, else its best sentence
@@ -352,27 +358,23 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
     """The passages found for the question as the answer's evidence (evidence.Passage, at most MAX_PASSAGES,
     about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best, with
     twice the words of each other (64 and 32: a long sentence's neighbour, where the answer often is, still fits);
-    each its top unit and the units around it, after its part's heading when that stands apart ("Noteworthy
+    each its top unit widened in the document to its words (evidence.Neighbours: the units after and before it
+    alternately, within its part, none another passage shows; "--max-ppsize=N" comes with "Currently the maximum
+    value accepted is 100000." four lines below), after its part's heading when that stands apart ("Noteworthy
     changes in release 8.26 … b2sum is added"), located at its first word."""
     d_src, seg, texts = doc
     order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
     share = ev.MAX_WORDS // (ev.MAX_PASSAGES + 1)
+    near = ev.Neighbours(d_src, seg, len(texts), ev.part_starts(engine.provenance, sources))
+    nwords = [count_words(t) for t in texts]
+    shown: set[int] = set()
     out = []
-    for k, f in enumerate(order):
-        per = 2 * share if k == 0 else share
-        i = f.units.index(f.top)
-        lo = hi = i
-        n = len(texts[f.top].split())
-        while True:  # the top unit, then its neighbours alternately, within `per` words
-            grew = False
-            for j in (hi + 1, lo - 1):
-                if 0 <= j < len(f.units) and n + len(texts[f.units[j]].split()) <= per + 6:
-                    n += len(texts[f.units[j]].split())
-                    lo, hi = min(lo, j), max(hi, j)
-                    grew = True
-            if not grew:
-                break
-        units = f.units[lo:hi + 1]
+    for f in order:
+        if f.top in shown:  # an earlier passage, widened, shows it already
+            continue
+        per = 2 * share if not out else share
+        units = near.widen(f.top, per, nwords, shown)
+        shown.update(units)
         pos = d_src[(seg >= units[0]) & (seg <= units[-1])]
         a, b = int(pos.min()), int(pos.max()) + 1
         ids = ev.document_tokens(engine, a, b)

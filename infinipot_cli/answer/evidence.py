@@ -210,22 +210,52 @@ def unit_scores(rule: str, seg: torch.Tensor, texts: list[str], att: torch.Tenso
 
 
 # ---- passages ----------------------------------------------------------------------------------------------
+class Neighbours:
+    """Which units of a document stand next to each other: adjacent in the document (no gap between them) and in
+    the same part (no source, page, chapter or section boundary of `part_at` between them). `src` (N,), `seg`
+    (N,): the document position and unit of every token; K units."""
+
+    def __init__(self, src: torch.Tensor, seg: torch.Tensor, K: int, part_at: Sequence[int] = ()):
+        src, seg = src.long(), seg.long()
+        first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # (K,) document
+        last = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")       # span of each
+        self.part = part_ids(first, part_at).tolist()  # (K,) the part of every unit's first token
+        self.first, self.last, self.K = first.tolist(), last.tolist(), K
+
+    def joins(self, a: int, b: int) -> bool:
+        """Whether unit `b` follows unit `a` (a < b) in the document, in the same part."""
+        return self.last[a] + 1 == self.first[b] and self.part[a] == self.part[b]
+
+    def widen(self, k: int, per: int, nwords: Sequence[int], used: set[int] = frozenset()) -> list[int]:
+        """Unit `k` widened with its neighbours (the next unit after, then the one before, alternately; none in
+        `used`) to about `per` words (`nwords`: each unit's); the units in document order."""
+        lo = hi = k
+        n = nwords[k]
+        while n < per:
+            grew = False
+            for j in (hi + 1, lo - 1):
+                if not (0 <= j < self.K) or j in used or n + nwords[j] > per + 6:
+                    continue
+                if self.joins(hi, j) if j > hi else self.joins(j, lo):
+                    n += nwords[j]
+                    lo, hi = min(lo, j), max(hi, j)
+                    grew = True
+            if not grew:
+                break
+        return list(range(lo, hi + 1))
+
+
 def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch.Tensor,
            max_passages: int = MAX_PASSAGES, max_words: int = MAX_WORDS, asked: torch.Tensor | None = None,
            part_at: Sequence[int] = ()) -> list[tuple[list[int], float]]:
-    """The best units, each widened with neighbouring units (adjacent in the document, in the same part: no
-    source, page, chapter or section boundary of `part_at` between them) to about max_words / max_passages
-    words; returns [(unit indices in document order, score)], best first. `asked` (K,): the question's own
-    word scores; the unit it ranks first is the second passage (where the question points, which a wrong
-    answer's words do not)."""
+    """The best units, each widened with neighbouring units (Neighbours: adjacent in the document, in the same
+    part) to about max_words / max_passages words; returns [(unit indices in document order, score)], best
+    first. `asked` (K,): the question's own word scores; the unit it ranks first is the second passage (where
+    the question points, which a wrong answer's words do not)."""
     K = len(texts)
     if K == 0:
         return []
-    src, seg = src.long(), seg.long()
-    first_t = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # document span
-    last_t = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")        # of every unit
-    part = part_ids(first_t, part_at).tolist()  # (K,) the part of every unit's first token
-    first, last = first_t.tolist(), last_t.tolist()
+    near = Neighbours(src, seg, K, part_at)
     nwords = [count_words(t) for t in texts]
     per = max(8, max_words // max_passages)
     used: set[int] = set()
@@ -236,23 +266,9 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
     for k in order:
         if len(out) >= max_passages or k in used or not texts[k].strip():
             continue
-        group, n = [k], nwords[k]
-        lo, hi = k, k
-        while n < per:  # widen: the next unit after, then the one before, while adjacent in the document
-            grew = False
-            for j in (hi + 1, lo - 1):
-                if not (0 <= j < K) or j in used or n + nwords[j] > per + 6:
-                    continue
-                touching = last[hi] + 1 == first[j] if j > hi else last[j] + 1 == first[lo]
-                if touching and part[j] == part[k]:
-                    group.append(j)
-                    n += nwords[j]
-                    lo, hi = min(lo, j), max(hi, j)
-                    grew = True
-            if not grew:
-                break
+        group = near.widen(k, per, nwords, used)
         used.update(group)
-        out.append((sorted(group), float(scores[k])))
+        out.append((group, float(scores[k])))
     return out
 
 

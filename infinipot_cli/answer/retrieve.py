@@ -6,9 +6,9 @@ the passage that matches it best, not from the whole pot: a 135M model answers b
 coherent, relevant text (docs/results/qa.md).
 
 The document is cut into units (sentences, and lines for man pages and changelogs: evidence.units), each ranked
-by BM25 over the question's content words (an option it names as written: `-N` is not `-n`), the words of the
-heading of the part it belongs to counting too (outline.py: a changelog entry's release, a man page's section), at
-half weight; a unit next to a span of the kind the question asks for (a number for "how many", an option for
+by BM25 over the question's content words (an option or version it names as written: `-N` is not `-n`, `1.12-1`
+not `1.3.12-8`), the words of the heading of the part it belongs to counting too (outline.py: a changelog entry's
+release, a man page's section), at half weight; a unit next to a span of the kind the question asks for (a number for "how many", an option for
 "which option": `typed`) counts half again, and one that begins with a name the question names (where a man page
 or an API reference defines it: `heads`) gains a quarter of the name's idf. A passage is a top unit widened
 by the units around it up to about WIDTH tokens (never across the start of another source), so a line such as
@@ -84,16 +84,16 @@ def headings(engine, first: torch.Tensor, texts: list[str]) -> torch.Tensor:
 
 def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
     """(K,) score of every unit: BM25 over the question's content words (idf over the units), an option the
-    question names counting as written (`-N` is not `-n`), raised for the units that stand next to what the
-    question asks for (`typed`) and for those that begin with a name it names (`heads`), plus HEADING_WEIGHT x
-    its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question attention beside the words
+    question names counting as written (`-N` is not `-n`), a version too (`1.12-1`), raised for the units that
+    stand next to what the question asks for (`typed`) and for those that begin with a name it names (`heads`),
+    plus HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question attention beside the words
     measured worse (docs/results/qa.md), so the words alone rank."""
-    options = [o for o in dict.fromkeys(_options(question)) if len(o) >= 2]
+    exact = [o for o in dict.fromkeys(_as_written(question)) if len(o) >= 2]
     rest = question
-    for o in options:
+    for o in exact:
         rest = rest.replace(o, " ")
-    named = [set(options) & _options(t) for t in texts] if options else [set()] * len(texts)
-    w = ev.word_scores(texts, rest) + ev.idf_scores(named, options)
+    named = [set(exact) & _as_written(t) for t in texts] if exact else [set()] * len(texts)
+    w = ev.word_scores(texts, rest) + ev.idf_scores(named, exact)
     w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
     if heading is None:
         return w
@@ -101,9 +101,11 @@ def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -
     return w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
 
 
-def _options(text: str) -> set[str]:
-    """The options `text` writes, without their values ("--max-ppsize=N" → "--max-ppsize")."""
-    return {m.split("=")[0] for m in spans.mentions(text, "option")}
+def _as_written(text: str) -> set[str]:
+    """The options `text` writes, without their values ("--max-ppsize=N" → "--max-ppsize"), and its versions
+    ("1.12-1"): terms matched whole, as written, where words() would cut them into pieces that match any other
+    option or version ("1", "12")."""
+    return {m.split("=")[0] for m in spans.mentions(text, "option")} | set(spans.mentions(text, "version"))
 
 
 def heads(texts: list[str], question: str) -> torch.Tensor:
