@@ -249,3 +249,16 @@ def test_an_option_the_question_names_is_matched_as_written_and_where_it_heads_a
     assert int(retrieve.rank(changes, "Who uploaded gzip 1.12-1?").argmax()) == 1  # a version, as written too
     api = ["g_key_file_to_data ()\n", "Outputs key_file as a string.\n", "See also g_key_file_to_data().\n"]
     assert retrieve.heads(api, "What does g_key_file_to_data() do?").nonzero().flatten().tolist() == [0]
+
+
+API = ["g_key_file_to_data ()\n", "gchar *\n", "g_key_file_to_data (GKeyFile *key_file,\n", "    gsize *length,\n",
+       "    GError **error);\n", "This function outputs key_file as a string.\n", "Note that it never fails.\n"]
+
+
+def test_a_quoted_definition_head_gives_its_gloss():
+    q = "What does g_key_file_to_data() do?"  # the head and its signature are no statement: the line under them is
+    how, short, unit, _ = answering.decide(q, "The document above contains the answer to the question.",
+                                           [found(API, 0)], API)
+    assert (how, short, unit) == ("quoted", "This function outputs key_file as a string.", 5)
+    q = "What does gchar mean?"  # a name the head does not begin with: the top sentence stays
+    assert answering.decide(q, "The document above answers it.", [found(API, 0)], API)[2] == 0

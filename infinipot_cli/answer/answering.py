@@ -39,6 +39,7 @@ WRITE_FROM = 1     # passages the model writes from (the best alone: more passag
 MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
 SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident", "shell", "symbol")  # not a quoted word
 STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
+GLOSS_UNITS = 8    # a definition's head is quoted with the first statement at most this many units after it
 SUPPORTED = 0.6    # a written answer whose passage holds less than this share of its new words gives way to a quote
 OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
 # words that say something about the document or the question rather than answer it
@@ -176,19 +177,35 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
         if invented and found and not (want.kinds and want.kinds[0] in SPECIFIC):
             # a question after a description, not a value ("What does exit code 23 mean?"): the passage's best
             # sentence, quoted; one after a number, date or version the passage lacks is not answered
-            return "quoted", texts[found[0].top].strip(), found[0].top, invented
+            return (*quoted(question, found, texts), invented)
         return "not-said", "", None, invented
     if own and own[0][0] >= best[0] - MARGIN:
         return "written", written, None, []  # the model named a span that stands as close to the question
     if non_answer(written, question):  # the passage's strong span, else its best sentence
         if strong:
             return "extracted", best[1].text, best[2], []
-        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+        return (*quoted(question, found, texts), []) if found else ("not-said", "", None, [])
     if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
         return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
     if found and "\n" not in written.strip() and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
-        return "quoted", texts[found[0].top].strip(), found[0].top, []  # the sentence strays from its passage
+        return (*quoted(question, found, texts), [])  # the sentence strays from its passage
     return "written", written, None, []
+
+
+def quoted(question: str, found: list[retrieve.Found], texts: list[str]) -> tuple[str, str, int]:
+    """("quoted", text, unit): the sentence quoted for `question`, the best passage's top one, unless that is the
+    head of a definition of a name the question names and no statement ("g_key_file_to_data ()" and its
+    signature, ending in ";"): then the first statement after it, within GLOSS_UNITS units ("This function outputs
+    key_file as a string."), as an API reference or a glossary writes a name's gloss under it."""
+    top = found[0].top
+    lo, hi = sentence_units(texts, top)
+    head = "".join(texts[lo:hi + 1]).strip()
+    if head[-1:] not in ".!?:" and float(retrieve.heads([texts[lo]], question)[0]) > 0:
+        for j in range(hi + 1, min(len(texts), hi + 1 + GLOSS_UNITS)):
+            t = texts[j].strip()
+            if t[-1:] in ".!?" and len(t.split()) >= 3:
+                return "quoted", t, j
+    return "quoted", texts[top].strip(), top
 
 
 def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
@@ -207,7 +224,7 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
     if len(items) >= 2 and not all(spans.contains(kept or "", t) for t in items):
         return "extracted", ", ".join(items), None, []
     if non_answer(written, question):
-        return ("quoted", texts[found[0].top].strip(), found[0].top, []) if found else ("not-said", "", None, [])
+        return (*quoted(question, found, texts), []) if found else ("not-said", "", None, [])
     if not invented:
         return "written", written, None, []
     return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
