@@ -262,3 +262,15 @@ def test_a_quoted_definition_head_gives_its_gloss():
     assert (how, short, unit) == ("quoted", "This function outputs key_file as a string.", 5)
     q = "What does gchar mean?"  # a name the head does not begin with: the top sentence stays
     assert answering.decide(q, "The document above answers it.", [found(API, 0)], API)[2] == 0
+
+
+def test_the_span_asked_for_stands_apart_from_a_claim_the_passage_lacks():
+    texts = ["gzip (1.3.12-9) unstable; urgency=high\n", "  * Fix CVE-2010-0001: integer underflow in unlzw.\n",
+             "  * Thanks to Jane Doe for 168 small patches over the years.\n"]
+    q = "Which Debian revision fixed CVE-2010-0001?"
+    how, short, unit, _ = answering.decide(q, 'The document says that "gzip (1.3.12-9)" was released on 2012-01-01.',
+                                           [found(texts, 1)], texts)
+    assert (how, short, unit) == ("extracted", "1.3.12-9", 0)   # the version stands, the invented date does not
+    q = "How much disk space does the build need?"
+    how, *_, bad = answering.decide(q, "The build needs 168 MB of disk space.", [found(texts, 1)], texts)
+    assert how == "not-said" and bad == ["MB"]                 # "168 MB" is one claim, and not the passage's

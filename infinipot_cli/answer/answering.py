@@ -178,6 +178,12 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
             # a question after a description, not a value ("What does exit code 23 mean?"): the passage's best
             # sentence, quoted; one after a number, date or version the passage lacks is not answered
             return (*quoted(question, found, texts), invented)
+        agreed = [c for c in own if want.kinds and c[1].kind == want.kinds[0]] if invented else []
+        if agreed and agreed[0][0] >= best[0] - MARGIN and not any(_attached(written, agreed[0][1].text, x)
+                                                                   for x in invented):
+            # the answer names the span asked for, as close as the best, and adds a claim of its own apart from
+            # it ("… (1.3.12-9) was released on 2012-01-01"): the span stands, the claim does not
+            return "extracted", agreed[0][1].text, agreed[0][2], []
         return "not-said", "", None, invented
     if own and own[0][0] >= best[0] - MARGIN:
         return "written", written, None, []  # the model named a span that stands as close to the question
@@ -190,6 +196,17 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     if found and "\n" not in written.strip() and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
         return (*quoted(question, found, texts), [])  # the sentence strays from its passage
     return "written", written, None, []
+
+
+def _attached(written: str, span: str, other: str) -> bool:
+    """Whether `other` stands right against `span` in `written` (at most a few characters, no comma or semicolon
+    between): part of the same claim, as "MB" of "168 MB"."""
+    for m in re.finditer(re.escape(span), written):
+        for n in re.finditer(re.escape(other), written):
+            gap = written[m.end():n.start()] if m.end() <= n.start() else written[n.end():m.start()]
+            if len(gap) <= 3 and not re.search(r"[,;]", gap):
+                return True
+    return False
 
 
 def quoted(question: str, found: list[retrieve.Found], texts: list[str]) -> tuple[str, str, int]:
