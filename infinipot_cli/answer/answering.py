@@ -217,6 +217,7 @@ def quoted(question: str, found: list[retrieve.Found], texts: list[str]) -> tupl
     top = found[0].top
     lo, hi = sentence_units(texts, top)
     head = "".join(texts[lo:hi + 1]).strip()
+    # heads over the one unit alone: > 0 when it begins with a name the question names
     if head[-1:] not in ".!?:" and float(retrieve.heads([texts[lo]], question)[0]) > 0:
         for j in range(hi + 1, min(len(texts), hi + 1 + GLOSS_UNITS)):
             t = texts[j].strip()

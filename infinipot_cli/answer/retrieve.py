@@ -8,12 +8,13 @@ coherent, relevant text (docs/results/qa.md).
 The document is cut into units (sentences, and lines for man pages and changelogs: evidence.units), each ranked
 by BM25 over the question's content words (an option or version it names as written: `-N` is not `-n`, `1.12-1`
 not `1.3.12-8`), the words of the heading of the part it belongs to counting too (outline.py: a changelog entry's
-release, a man page's section), at half weight; a unit next to a span of the kind the question asks for (a number for "how many", an option for
-"which option": `typed`) counts half again, and one that begins with a name the question names (where a man page
-or an API reference defines it: `heads`) gains a quarter of the name's idf. A passage is a top unit widened
-by the units around it up to about WIDTH tokens (never across the start of another source), so a line such as
-"-J, --xz" comes with its description and a sentence with the one that names its subject; it is read under its
-part's heading, so "b2sum is added" comes with "Noteworthy changes in release 8.26".
+release, a man page's section), at half weight; a unit next to a span of the kind the question asks for (a
+number for "how many", an option for "which option": `typed`) counts half again, and one that begins with a name
+the question names (where a man page or an API reference defines it: `heads`) gains a quarter of the name's idf.
+A passage is a top unit widened by the units around it up to about WIDTH tokens (never across the start of
+another source), so a line such as "-J, --xz" comes with its description and a sentence with the one that names
+its subject; it is read under its part's heading, so "b2sum is added" comes with "Noteworthy changes in release
+8.26".
 
     found, (src, seg, texts) = passages(engine, question, sources, n=2)      # [Found], best first
 """
@@ -86,8 +87,8 @@ def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -
     """(K,) score of every unit: BM25 over the question's content words (idf over the units), an option the
     question names counting as written (`-N` is not `-n`), a version too (`1.12-1`), raised for the units that
     stand next to what the question asks for (`typed`) and for those that begin with a name it names (`heads`),
-    plus HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question attention beside the words
-    measured worse (docs/results/qa.md), so the words alone rank."""
+    plus HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question
+    attention beside the words measured worse (docs/results/qa.md), so the words alone rank."""
     exact = [o for o in dict.fromkeys(_as_written(question)) if len(o) >= 2]
     rest = question
     for o in exact:
