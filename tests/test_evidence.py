@@ -174,12 +174,11 @@ def test_neighbours_widen_past_a_gap_never_and_into_shown_units_never():
              "Currently the maximum value accepted is 100000.\n", "--min-vsize=N\n"]
     seg = torch.tensor([0, 1, 2, 3, 4, 5])
     src = torch.tensor([0, 1, 2, 3, 4, 9])  # unit 5 is not next to unit 4 in the document
-    near = ev.Neighbours(src, seg, len(texts))
-    nwords = [len(t.split()) for t in texts]
-    assert near.widen(0, 20, nwords) == [0, 1, 2, 3, 4]            # the option's description, to its words
-    assert near.widen(4, 40, nwords) == [0, 1, 2, 3, 4]            # not across the gap to unit 5
-    assert near.widen(0, 20, nwords, used={3}) == [0, 1, 2]       # not into what another passage shows
-    assert ev.Neighbours(src, seg, len(texts), part_at=[2]).widen(0, 20, nwords) == [0, 1]  # nor a new part
+    near = ev.Neighbours(src, seg, texts)
+    assert near.widen(0, 20) == [0, 1, 2, 3, 4]            # the option's description, to its words
+    assert near.widen(4, 40) == [0, 1, 2, 3, 4]            # not across the gap to unit 5
+    assert near.widen(0, 20, used={3}) == [0, 1, 2]       # not into what another passage shows
+    assert ev.Neighbours(src, seg, texts, part_at=[2]).widen(0, 20) == [0, 1]  # nor a new part
 
 
 OPTIONS = """R accepts the following command-line options.

@@ -32,7 +32,7 @@ from typing import Sequence
 
 from . import evidence as ev
 from . import honesty, retrieve, spans
-from ..pot.archive import STOPWORDS, clip_words, count_words, words
+from ..pot.archive import STOPWORDS, clip_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
@@ -400,15 +400,14 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
     d_src, seg, texts = doc
     order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
     share = ev.MAX_WORDS // (ev.MAX_PASSAGES + 1)
-    near = ev.Neighbours(d_src, seg, len(texts), ev.part_starts(engine.provenance, sources))
-    nwords = [count_words(t) for t in texts]
+    near = ev.Neighbours(d_src, seg, texts, ev.part_starts(engine.provenance, sources))
     shown: set[int] = set()
     out = []
     for f in order:
         if f.top in shown:  # an earlier passage, widened, shows it already
             continue
         per = 2 * share if not out else share
-        units = near.widen(f.top, per, nwords, shown)
+        units = near.widen(f.top, per, shown)
         shown.update(units)
         pos = d_src[(seg >= units[0]) & (seg <= units[-1])]
         a, b = int(pos.min()), int(pos.max()) + 1

@@ -213,31 +213,40 @@ def unit_scores(rule: str, seg: torch.Tensor, texts: list[str], att: torch.Tenso
 class Neighbours:
     """Which units of a document stand next to each other: adjacent in the document (no gap between them) and in
     the same part (no source, page, chapter or section boundary of `part_at` between them). `src` (N,), `seg`
-    (N,): the document position and unit of every token; K units."""
+    (N,): the document position and unit of every token; `texts`: the K units' texts (their words are counted
+    when a widening reaches them, not all up front: a document has hundreds of thousands)."""
 
-    def __init__(self, src: torch.Tensor, seg: torch.Tensor, K: int, part_at: Sequence[int] = ()):
+    def __init__(self, src: torch.Tensor, seg: torch.Tensor, texts: Sequence[str], part_at: Sequence[int] = ()):
+        K = len(texts)
         src, seg = src.long(), seg.long()
         first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # (K,) document
         last = torch.full((K,), -1, dtype=torch.long).scatter_reduce(0, seg, src, "amax")       # span of each
         self.part = part_ids(first, part_at).tolist()  # (K,) the part of every unit's first token
-        self.first, self.last, self.K = first.tolist(), last.tolist(), K
+        self.first, self.last, self.K, self.texts = first.tolist(), last.tolist(), K, texts
+        self._words: dict[int, int] = {}
+
+    def words(self, k: int) -> int:
+        """count_words of unit `k`'s text."""
+        if k not in self._words:
+            self._words[k] = count_words(self.texts[k])
+        return self._words[k]
 
     def joins(self, a: int, b: int) -> bool:
         """Whether unit `b` follows unit `a` (a < b) in the document, in the same part."""
         return self.last[a] + 1 == self.first[b] and self.part[a] == self.part[b]
 
-    def widen(self, k: int, per: int, nwords: Sequence[int], used: set[int] = frozenset()) -> list[int]:
+    def widen(self, k: int, per: int, used: set[int] = frozenset()) -> list[int]:
         """Unit `k` widened with its neighbours (the next unit after, then the one before, alternately; none in
-        `used`) to about `per` words (`nwords`: each unit's); the units in document order."""
+        `used`) to about `per` words; the units in document order."""
         lo = hi = k
-        n = nwords[k]
+        n = self.words(k)
         while n < per:
             grew = False
             for j in (hi + 1, lo - 1):
-                if not (0 <= j < self.K) or j in used or n + nwords[j] > per + 6:
+                if not (0 <= j < self.K) or j in used:
                     continue
-                if self.joins(hi, j) if j > hi else self.joins(j, lo):
-                    n += nwords[j]
+                if (self.joins(hi, j) if j > hi else self.joins(j, lo)) and n + self.words(j) <= per + 6:
+                    n += self.words(j)
                     lo, hi = min(lo, j), max(hi, j)
                     grew = True
             if not grew:
@@ -255,8 +264,7 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
     K = len(texts)
     if K == 0:
         return []
-    near = Neighbours(src, seg, K, part_at)
-    nwords = [count_words(t) for t in texts]
+    near = Neighbours(src, seg, texts, part_at)
     per = max(8, max_words // max_passages)
     used: set[int] = set()
     out = []
@@ -266,7 +274,7 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
     for k in order:
         if len(out) >= max_passages or k in used or not texts[k].strip():
             continue
-        group = near.widen(k, per, nwords, used)
+        group = near.widen(k, per, used)
         used.update(group)
         out.append((group, float(scores[k])))
     return out
