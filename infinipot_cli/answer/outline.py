@@ -39,6 +39,10 @@ _RULE = re.compile(r"([=\-~*_#+.])\1{2,}")
 # "DEFINITIONS ... TAGS ::=", "Group ::= SEQUENCE {"), is only brackets ("}", "});"), a statement ending in ";"
 # with code punctuation, an ASN.1 / BNF rule ("::="), or a <placeholder>.
 _CODE_LINE = re.compile(r"""(?:::=|:=|[=({\[,\\]|&&|\|\||->)\s*$|^[{}()\[\];,]+$|[(){}=].*;\s*$|::=|^<[^<>]+>$""")
+# A C preprocessor line, which a "#" heading pattern would take for Markdown: "#  define SET_BINARY_MODE(file)",
+# "# include <stdio.h>", "#ifdef WIN32", "#endif".
+_DIRECTIVE = re.compile(r"""\s*#\s*(?:include\s*[<"]|(?:define|undef|ifn?def)\s+[A-Za-z_]\w*|(?:el)?if\s+\S|else\b|endif\b|"""
+                        r"""pragma\s|error\s|line\s+\d)""")
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,10 @@ def from_labels(provenance: list) -> list[Part]:
 
 
 def code_line(line: str) -> bool:
-    """Whether `line` reads as a line of code (_CODE_LINE); a rule of one repeated mark ("=====") is not."""
+    """Whether `line` reads as a line of code (_CODE_LINE, a C preprocessor directive); a rule of one repeated
+    mark ("=====") is not."""
     text = line.strip()
-    return bool(text) and not _RULE.fullmatch(text) and bool(_CODE_LINE.search(text))
+    return bool(text) and not _RULE.fullmatch(text) and (bool(_CODE_LINE.search(text)) or bool(_DIRECTIVE.match(text)))
 
 
 def heading_of(line: str, next_line: str = "", prev_line: str = "") -> str | None:

@@ -95,22 +95,33 @@ def clean_plain_text(text: str) -> str:
     return _CONTROL.sub("", text.replace("\f", "\n").replace("\v", "\n"))
 
 
+def _strip_lines(text: str) -> str:
+    """`text` without its leading blank lines and trailing whitespace; the first line keeps its indentation (an
+    indented line of code stays one: html.Block.as_text)."""
+    text = text.rstrip()
+    lead = len(text) - len(text.lstrip())
+    return text[text.rfind("\n", 0, lead) + 1:]
+
+
 def split_text(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, at paragraph, line or word boundaries."""
+    """Split ``text`` into pieces of at most ``limit`` characters, at paragraph, line or word boundaries; a piece
+    that starts a line keeps its indentation."""
     pieces: list[str] = []
     while len(text) > limit:
         cut = text.rfind("\n\n", 0, limit)
         if cut < limit // 2:
             cut = text.rfind("\n", 0, limit)
-        if cut < limit // 2:
+        at_line = cut >= limit // 2
+        if not at_line:
             cut = max(text.rfind(" ", 0, limit), text.rfind("\t", 0, limit))
         if cut <= 0:
             cut = limit
-        head, text = text[:cut].strip(), text[cut:].lstrip()
-        if head:
+        head, text = _strip_lines(text[:cut]), text[cut:]
+        text = text if at_line else text.lstrip(" \t")
+        if head.strip():
             pieces.append(head)
-    text = text.strip()
-    if text:
+    text = _strip_lines(text)
+    if text.strip():
         pieces.append(text)
     return pieces
 

@@ -18,7 +18,7 @@ from infinipot_cli.documents.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
-from .html import decode_html, html_to_blocks, parse_html, short_title
+from .html import blocks_text, decode_html, html_to_blocks, parse_html, short_title
 from .text import looks_binary
 from .ziplimits import check_archive, unpacking
 
@@ -237,4 +237,4 @@ class EpubSource(Source):
             number += 1
             self.units["chapters"] = number
             where = Where(chapter=number, section=title).label()
-            yield (k, where), "\n".join(b.text for b in blocks)
+            yield (k, where), blocks_text(blocks)

@@ -4,6 +4,11 @@ The converter walks the tree without recursion, drops non-content elements (scri
 site headers/footers, cookie banners…), puts every block element on its own line, joins inline text with
 spaces and collapses whitespace (except inside ``<pre>``). Headings become their own blocks so a page can be
 cut into sections labelled ``"§ Heading"``.
+
+Code stays code in the text: a ``<pre>`` block, or a block whose text is all inside ``<code>``, ``<kbd>``,
+``<samp>`` or ``<tt>``, is flagged (``Block.code``) and written indented by CODE_INDENT (as html2text and pandoc
+write code blocks as plain text), so no line of it starts at column 0, where plain-text headings are looked for
+(answer/outline.py: a C ``#  define`` line reads as a Markdown heading).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ BLOCKS = frozenset(
     "tfoot tr ul".split()
 ) | frozenset(HEADINGS)
 CELLS = frozenset(("td", "th"))
+CODE_INLINE = frozenset("code kbd samp tt".split())  # inline code: a block of nothing else is a code block
+CODE_INDENT = "    "
 _SKIP_STRINGS = (Script, Stylesheet, TemplateString)
 _WS = re.compile(r"\s+")
 _TOKEN_SPLIT = re.compile(r"[-_\s:.]+|(?<=[a-z])(?=[A-Z])")
@@ -56,10 +63,23 @@ _TITLE_CHARS = 80
 
 @dataclass
 class Block:
-    """One line of converted text; ``heading`` is 1-6 for h1-h6, else 0."""
+    """One line of converted text; ``heading`` is 1-6 for h1-h6, else 0; ``code``: the text of a ``<pre>``
+    block, or of a block whose text is all inline code (``<code>``...), never a heading."""
 
     text: str
     heading: int = 0
+    code: bool = False
+
+    def as_text(self) -> str:
+        """The block as a document's text shows it: a code block indented by CODE_INDENT, every line of it."""
+        if not self.code:
+            return self.text
+        return "\n".join(CODE_INDENT + line if line.strip() else line for line in self.text.split("\n"))
+
+
+def blocks_text(blocks: list[Block]) -> str:
+    """Blocks as lines of text (code blocks indented: Block.as_text)."""
+    return "\n".join(b.as_text() for b in blocks)
 
 
 def decode_html(data: bytes) -> str:
@@ -156,16 +176,20 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
     buf: list[str] = []
     pre = 0
     heading = 0
+    code = 0      # inside inline code elements (CODE_INLINE)
+    seen = [False, False]  # the buffer holds text outside code / inside code
 
     def flush() -> None:
         text = "".join(buf)
         buf.clear()
+        prose, coded = seen
+        seen[:] = [False, False]
         if pre:
             text = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
         else:
             text = _WS.sub(" ", text).strip()
         if text.strip():
-            blocks.append(Block(repair_ligatures(text), heading))
+            blocks.append(Block(repair_ligatures(text), heading, not heading and (pre > 0 or (coded and not prose))))
 
     stack: list[tuple[Tag, Iterator]] = [(root, iter(list(root.contents)))]
     while stack:
@@ -180,11 +204,16 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
                     heading = 0
                 elif name == "pre":
                     pre -= 1
+            elif name in CODE_INLINE:
+                code -= 1
             continue
         if isinstance(child, NavigableString):
             if isinstance(child, _SKIP_STRINGS) or (isinstance(child, PreformattedString) and not isinstance(child, CData)):
                 continue
-            buf.append(str(child))
+            text = str(child)
+            if text.strip():
+                seen[1 if code or pre else 0] = True
+            buf.append(text)
             continue
         if not isinstance(child, Tag) or _drop(child, web):
             continue
@@ -209,6 +238,8 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
                 pre += 1
         elif name in CELLS and any(s.strip() for s in buf):
             buf.append(" | ")
+        elif name in CODE_INLINE:
+            code += 1
         stack.append((child, iter(list(child.contents))))
     flush()
     return blocks
@@ -302,7 +333,7 @@ def blocks_to_sections(blocks: list[Block]) -> list[tuple[str, str]]:
             title, only_heading = b.text, True
             lines.append(b.text)
         else:
-            lines.append(b.text)
+            lines.append(b.as_text())
             only_heading = False
     if lines:
         sections.append((title, lines))
