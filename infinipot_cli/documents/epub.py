@@ -18,7 +18,7 @@ from infinipot_cli.documents.where import Where
 
 from .boilerplate import strip_furniture
 from .base import Passage, Source, display_name, short_reason, split_text
-from .html import blocks_text, decode_html, html_to_blocks, parse_html, short_title
+from .html import blocks_text, check_size, decode_html, html_to_blocks, parse_html, short_title
 from .text import looks_binary
 from .ziplimits import check_archive, unpacking
 
@@ -223,9 +223,13 @@ class EpubSource(Source):
             if looks_binary(content[:4096]):
                 count["unreadable"] += 1
                 continue
+            what = f"{self.name}: {item.file_name}"
+            check_size(content, what)  # a chapter is parsed whole: bounded as a web page is
             try:
-                soup = parse_html(decode_html(content))
+                soup = parse_html(decode_html(content), what)
                 blocks = html_to_blocks(soup, web=False)
+            except InputError:
+                raise
             except Exception:
                 count["unreadable"] += 1
                 continue

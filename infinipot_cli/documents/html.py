@@ -9,21 +9,31 @@ Code stays code in the text: a ``<pre>`` block, or a block whose text is all ins
 ``<samp>`` or ``<tt>``, is flagged (``Block.code``) and written indented by CODE_INDENT (as html2text and pandoc
 write code blocks as plain text), so no line of it starts at column 0, where plain-text headings are looked for
 (answer/outline.py: a C ``#  define`` line reads as a Markdown heading).
+
+A page is parsed whole (html.parser via BeautifulSoup: ~650 bytes of memory for every element and run of
+text), so what it may hold is bounded: at most MAX_HTML_BYTES, and at most MAX_HTML_NODES elements and text
+runs (counted as they are parsed; a page with far more "<" than that is refused before parsing). A page over a
+limit is refused with one line naming it (InputError), as an EPUB's zip-bomb check refuses (ziplimits.py); a
+50 MB page of nested tags took 4.25 GB and minutes. The walk over the tree is linear in its size, however deep
+it nests: which elements hold an <h1>, <main>, <article> or a table is marked once, bottom up (_Marks), not
+searched for again under every wrapper (5,000 nested class="menu" <div>s took 109 s).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+import time
 import warnings
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, NavigableString, Tag
 from bs4.element import CData, PreformattedString, Script, Stylesheet, TemplateString
 
 from infinipot_cli.errors import InputError
 from infinipot_cli.documents.where import Where
+from infinipot_cli.units import fmt_bytes
 
 from .base import Passage, Source, display_name, repair_ligatures, split_text
 from .text import looks_binary
@@ -59,6 +69,11 @@ _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:
 # WHATWG: these labels mean windows-1252 in browsers.
 _AS_CP1252 = {"ascii", "us-ascii", "latin-1", "latin1", "iso-8859-1", "iso8859-1", "l1", "cp819", "windows-1252"}
 _TITLE_CHARS = 80
+MAX_HTML_BYTES = 64 << 20      # a page (or an EPUB chapter) read whole; as ziplimits.MAX_MEMBER_BYTES
+MAX_HTML_NODES = 300_000       # elements and text runs parsed: ~200 MB of tree (a 850 KB manual page has 43,000)
+PROGRESS_TAGS = 50_000         # a page with more tags than this says so while it is parsed (with a notice)...
+PROGRESS_EVERY_S = 5.0         # ... and how far it got, this often
+_CONVERT = "convert it to text first (e.g. lynx -dump or pandoc -t plain) and read that"
 
 
 @dataclass
@@ -108,11 +123,61 @@ def decode_html(data: bytes) -> str:
         return data.decode("cp1252", "replace")
 
 
-def parse_html(markup: str | bytes) -> BeautifulSoup:
-    """Parse with the built-in ``html.parser`` (quietly: short inputs that look like file names are fine)."""
+class _Bounded(BeautifulSoup):
+    """A BeautifulSoup that stops parsing (InputError) once it has built more than `limit` elements and text
+    runs: the memory a parse takes is bounded, whatever the page. With `notice`, a page of more than
+    PROGRESS_TAGS tags ("<") says how far its parse got every PROGRESS_EVERY_S seconds."""
+
+    def __init__(self, markup: str | bytes, limit: int, name: str,
+                 notice: Callable[[str], None] | None = None) -> None:
+        self._nodes, self._limit, self._what = 0, limit, name
+        tags = markup.count("<" if isinstance(markup, str) else b"<") if notice is not None else 0
+        self._notice = notice if tags > PROGRESS_TAGS else None
+        self._tags, self._next = tags, time.monotonic() + PROGRESS_EVERY_S
+        if self._notice is not None:
+            self._notice(f"parsing {name} ({tags:,} tags)…")
+        super().__init__(markup, "html.parser")
+
+    def _count(self) -> None:
+        self._nodes += 1
+        if self._nodes > self._limit:
+            raise InputError(f"{self._what}: refusing to parse it: it holds more than {self._limit:,} HTML elements "
+                             f"and runs of text, the limit for a page read whole in bounded memory; {_CONVERT}")
+        if self._notice is not None and not self._nodes & 4095 and time.monotonic() >= self._next:
+            self._notice(f"parsing {self._what}: ~{min(99, 100 * self._nodes // max(1, self._tags))}%…")
+            self._next = time.monotonic() + PROGRESS_EVERY_S
+
+    def handle_starttag(self, *args, **kwargs):
+        self._count()
+        return super().handle_starttag(*args, **kwargs)
+
+    def object_was_parsed(self, *args, **kwargs):
+        self._count()
+        return super().object_was_parsed(*args, **kwargs)
+
+
+def check_size(data: bytes, name: str, max_bytes: int | None = None, max_nodes: int | None = None) -> None:
+    """InputError (one line naming the limit) for HTML bytes over MAX_HTML_BYTES, or with more than twice
+    MAX_HTML_NODES tags by a count of "<" (refused before parsing: the count is a C loop over the bytes)."""
+    max_bytes = MAX_HTML_BYTES if max_bytes is None else max_bytes
+    max_nodes = MAX_HTML_NODES if max_nodes is None else max_nodes
+    if len(data) > max_bytes:
+        raise InputError(f"{name}: refusing to parse it: {fmt_bytes(len(data))} of HTML, over the limit of "
+                         f"{fmt_bytes(max_bytes)} for a page read whole; {_CONVERT}")
+    tags = data.count(b"<")
+    if tags > 2 * max_nodes:
+        raise InputError(f"{name}: refusing to parse it: about {tags:,} tags, over the limit of {max_nodes:,} HTML "
+                         f"elements and runs of text for a page read whole in bounded memory; {_CONVERT}")
+
+
+def parse_html(markup: str | bytes, name: str = "the page", max_nodes: int | None = None,
+               notice: Callable[[str], None] | None = None) -> BeautifulSoup:
+    """Parse with the built-in ``html.parser`` (quietly: short inputs that look like file names are fine), at
+    most `max_nodes` (MAX_HTML_NODES) elements and text runs: InputError naming `name` beyond that. `notice`:
+    told how far the parse of a large page got (_Bounded)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
-        return BeautifulSoup(markup, "html.parser")
+        return _Bounded(markup, MAX_HTML_NODES if max_nodes is None else max_nodes, name, notice)
 
 
 def _tokens(tag: Tag) -> set[str]:
@@ -145,8 +210,33 @@ def _is_heading_mark(tag: Tag) -> bool:
     return "headerlink" in _tokens(tag) or tag.get_text(strip=True) in HEADING_MARKS
 
 
-def _drop(tag: Tag, web: bool) -> bool:
-    """Whether ``tag`` (and everything inside it) is left out of the text."""
+_CONTENT = ("main", "article", "h1")       # a wrapper holding one of these is kept whatever its class says
+_SECTIONING = ("article", "main", "section")  # a header/footer inside one of these is content
+
+
+class _Marks:
+    """What the elements under `root` hold, marked once bottom up (linear in the tree, however deep): the ids of
+    the elements with a main/article/h1 inside them, and of those with a table inside them."""
+
+    def __init__(self, root: Tag) -> None:
+        self.content = self._ancestors(root, _CONTENT)
+        self.table = self._ancestors(root, "table")
+
+    @staticmethod
+    def _ancestors(root: Tag, names) -> set[int]:
+        out: set[int] = set()
+        for tag in root.find_all(names):
+            up = tag.parent
+            while up is not None and id(up) not in out:  # stop where an earlier walk up went on
+                out.add(id(up))
+                up = up.parent
+        return out
+
+
+def _drop(tag: Tag, web: bool, marks: _Marks | None = None, sectioned: bool | None = None) -> bool:
+    """Whether ``tag`` (and everything inside it) is left out of the text. `marks`: what the elements hold (by
+    a search under `tag` without); `sectioned`: whether an article/main/section encloses `tag` (looked up
+    without)."""
     name = tag.name
     if name in DROP_ALWAYS or _is_hidden(tag) or _is_heading_mark(tag):
         return True
@@ -154,13 +244,15 @@ def _drop(tag: Tag, web: bool) -> bool:
         return False
     if name in DROP_WEB:
         # An <article>'s own header/footer is content (its title, byline); the site's is furniture.
-        return not (name in ("header", "footer") and tag.find_parent(["article", "main", "section"]))
+        if name not in ("header", "footer"):
+            return True
+        return not (tag.find_parent(_SECTIONING) is not None if sectioned is None else sectioned)
     if str(tag.get("role", "")).lower() in BOILERPLATE_ROLES:
         return True
     if name in _PROTECTED or not (_tokens(tag) & BOILERPLATE_WORDS):
         return False
     # A wrapper that merely mentions e.g. "sidebar" but holds the main content is kept.
-    return tag.find(["main", "article", "h1"]) is None
+    return (id(tag) not in marks.content) if marks is not None else tag.find(_CONTENT) is None
 
 
 def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block]:
@@ -172,6 +264,10 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
     """
     soup = markup if isinstance(markup, Tag) else parse_html(markup)
     root: Tag = soup.body or soup
+    marks = _Marks(root)
+    sectioned = 0  # article/main/section elements open around the walk
+    part = isinstance(markup, Tag) and root.name not in ("[document]", "html", "body")  # a table cell...: what
+    # encloses it is looked up, for a header or footer only
     blocks: list[Block] = []
     buf: list[str] = []
     pre = 0
@@ -206,6 +302,8 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
                     pre -= 1
             elif name in CODE_INLINE:
                 code -= 1
+            if name in _SECTIONING:
+                sectioned -= 1
             continue
         if isinstance(child, NavigableString):
             if isinstance(child, _SKIP_STRINGS) or (isinstance(child, PreformattedString) and not isinstance(child, CData)):
@@ -215,11 +313,11 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
                 seen[1 if code or pre else 0] = True
             buf.append(text)
             continue
-        if not isinstance(child, Tag) or _drop(child, web):
+        if not isinstance(child, Tag) or _drop(child, web, marks, True if sectioned else (None if part else False)):
             continue
         name = child.name
         if name == "table":
-            rows = table_rows(child, web)
+            rows = table_rows(child, web, id(child) in marks.table)
             if rows is not None:  # a data table: one line per row, each value with its column's name
                 flush()
                 blocks.extend(Block(repair_ligatures(r)) for r in rows)
@@ -240,6 +338,8 @@ def html_to_blocks(markup: str | bytes | Tag, *, web: bool = True) -> list[Block
             buf.append(" | ")
         elif name in CODE_INLINE:
             code += 1
+        if name in _SECTIONING:
+            sectioned += 1
         stack.append((child, iter(list(child.contents))))
     flush()
     return blocks
@@ -262,30 +362,42 @@ def _span(cell: Tag) -> int:
 
 
 def _own_rows(table: Tag) -> list[Tag]:
-    """The table's rows, not those of a table inside it."""
-    return [tr for tr in table.find_all("tr") if tr.find_parent("table") is table]
+    """The table's rows (table_rows asks only of a table with no table inside it: every row is its own)."""
+    return table.find_all("tr")
 
 
-def table_rows(table: Tag, web: bool = True) -> list[str] | None:
+def _in_thead(tr: Tag, table: Tag) -> bool:
+    """Whether row `tr` of `table` is in its <thead> (looked for up to the table only, not the whole page)."""
+    up = tr.parent
+    while up is not None and up is not table:
+        if up.name == "thead":
+            return True
+        up = up.parent
+    return False
+
+
+def table_rows(table: Tag, web: bool = True, nested: bool | None = None) -> list[str] | None:
     """A data table as lines: one per row, each value named by its column's header ("Name: Puffin; Count: 412."),
     ending as a sentence, so a pot, its archive and the evidence hold a row whole; a table without a header row
     gives its cells joined by " | ". The caption, if any, comes first. None for a layout table (a table
-    inside it, or long cells), which is read as ordinary blocks."""
-    if table.find("table") is not None:
+    inside it, or long cells), which is read as ordinary blocks. `nested`: whether a table is inside it, when
+    the caller knows (html_to_blocks' marks)."""
+    if table.find("table") is not None if nested is None else nested:
         return None
     rows: list[tuple[list[str], bool]] = []   # (cells, every cell a <th>)
     for tr in _own_rows(table):
-        if _drop(tr, web):
+        if _drop(tr, web, sectioned=True):
             continue
         cells, all_th = [], True
+        head = _in_thead(tr, table)
         for cell in tr.find_all(["td", "th"], recursive=False):
-            if _drop(cell, web):
+            if _drop(cell, web, sectioned=True):
                 continue
             text = _cell_text(cell, web)
-            all_th &= cell.name == "th" or (not text and tr.find_parent("thead") is not None)
+            all_th &= cell.name == "th" or (not text and head)
             cells.extend([text] + [""] * (_span(cell) - 1))
         if any(cells):
-            rows.append((cells, all_th or tr.find_parent("thead") is not None))
+            rows.append((cells, all_th or head))
     if len(rows) < 2 or max(len(c) for c, _ in rows) < 2:
         return None
     lengths = [len(t) for c, _ in rows for t in c if t]
@@ -293,7 +405,7 @@ def table_rows(table: Tag, web: bool = True) -> list[str] | None:
         return None
     out = []
     caption = table.find("caption")
-    if caption is not None and not _drop(caption, web):
+    if caption is not None and not _drop(caption, web, sectioned=True):
         text = _cell_text(caption, web)
         if text:
             out.append(text)
@@ -345,7 +457,8 @@ class HtmlSource(Source):
 
     format = "html"
 
-    def __init__(self, path: str, data: bytes, *, hash_file: str | None = None, content_hash: str | None = None) -> None:
+    def __init__(self, path: str, data: bytes, *, hash_file: str | None = None, content_hash: str | None = None,
+                 notice: Callable[[str], None] | None = None) -> None:
         super().__init__(path, len(data))
         self._hash_file = hash_file
         self._hash = content_hash
@@ -354,8 +467,11 @@ class HtmlSource(Source):
             raise InputError(f"{name} is empty")
         if not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and looks_binary(data[:65536]):
             raise InputError(f"{name} looks like binary data, not HTML")
+        check_size(data, name)
         try:
-            blocks = html_to_blocks(decode_html(data), web=True)
+            blocks = html_to_blocks(parse_html(decode_html(data), name, notice=notice), web=True)
+        except InputError:
+            raise
         except Exception as e:  # html.parser is lenient; this is a last resort
             raise InputError(f"{name}: could not parse the HTML ({type(e).__name__})") from None
         if not blocks:
