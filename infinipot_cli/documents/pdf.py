@@ -1,4 +1,12 @@
-"""PDF documents (pypdf): one passage per page, labelled with the page label and the outline title."""
+"""PDF documents (pypdf): one passage per page, labelled with the page label and the outline title.
+
+A section that starts mid-page starts where its heading stands in the page's text, not at the page: the page's
+text before the heading keeps the section it continues ("p. 12 · 2.3 Setup"), the rest is labelled with the new
+one ("p. 12 · 2.4 Running"), so evidence and `inspect` credit each part of the page to its own section. The
+heading is found as a line of the page's text that is the outline entry's title (its words in order, case and
+punctuation aside, a section number before them allowed); an entry whose title the page's text does not show
+starts with the page, as it did before (the shallowest of those on the page names the page's start).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ import logging
 import re
 import unicodedata
 import warnings
+from dataclasses import dataclass
 from typing import IO, Iterator
 
 from pypdf import PasswordType, PdfReader
@@ -67,13 +76,20 @@ def is_garbage(text: str) -> bool:
     return bad > GARBAGE_SHARE * len(visible)
 
 
-def _page_titles(reader: PdfReader, n_pages: int) -> list[str]:
-    """For every page, the title of the outline (bookmark) entry that covers it, or ``""``.
+@dataclass(frozen=True)
+class _Entry:
+    """An outline entry starting on a page: its depth, its place in the outline, its title as found in the text
+    (`full`) and as labels show it (`title`, shortened)."""
 
-    A page where entries start gets the shallowest one (the chapter rather than its first section); later
-    pages get the entry most recently started in document order.
-    """
-    starts: dict[int, list[tuple[int, int, str]]] = {}
+    depth: int
+    order: int
+    full: str
+    title: str
+
+
+def _outline_entries(reader: PdfReader, n_pages: int) -> dict[int, list[_Entry]]:
+    """{page index: the outline entries that start on it, in outline order}."""
+    starts: dict[int, list[_Entry]] = {}
     order = 0
     stack = [(list(reader.outline), 0)]
     while stack:
@@ -85,22 +101,60 @@ def _page_titles(reader: PdfReader, n_pages: int) -> list[str]:
                 break
             try:
                 page = reader.get_destination_page_number(item)
-                title = short_title(str(item.title or ""))
+                full = " ".join(str(item.title or "").split())
             except Exception:
                 continue
-            if page is not None and 0 <= page < n_pages and title:
-                starts.setdefault(page, []).append((depth, order, title))
+            if page is not None and 0 <= page < n_pages and full:
+                starts.setdefault(page, []).append(_Entry(depth, order, full, short_title(full)))
                 order += 1
-    titles: list[str] = []
-    current = ""
-    for p in range(n_pages):
-        if p in starts:
-            here = starts[p]
-            titles.append(min(here)[2])
-            current = max(here, key=lambda t: t[1])[2]
+    return starts
+
+
+def _heading_at(text: str, entry: _Entry, start: int) -> int | None:
+    """Where in a page's `text` (from `start` on) the line that is `entry`'s heading begins: a line holding the
+    title's words in order and nothing else (case, punctuation and line breaks aside; a section number before
+    them allowed, "Chapter 2" on the line above too), or None."""
+    words = re.findall(r"\w+", entry.full)
+    if not words:
+        return None
+    body = r"[\W_]*".join(re.escape(w) for w in words)
+    number = r"(?:[\dIVXivx]+(?:\.\d+)*|[A-Z](?:\.\d+)+)\.?"  # 2, 2.1, IV, A.1
+    rx = re.compile(rf"^[ \t]*(?:(?:chapter|part|section|appendix)(?:\s+{number}|\s+[A-Z]\.?)?\s+|{number}[ \t]+)?"
+                    + body + r"[\W_]*?[ \t]*$", re.I | re.M)
+    m = rx.search(text, start)
+    return m.start() if m else None
+
+
+def _sections(text: str, before: str, entries: list[_Entry]) -> list[tuple[str, str]]:
+    """A page's text cut where its outline entries' headings stand: [(title, text)]. `before`: the title in
+    effect when the page starts. Without one heading found, the page is one section titled as before the heading
+    positions were looked for (the shallowest entry starting on it). A section holding nothing but its heading
+    line (a chapter's title right above its first section's) joins the next, as HTML's do
+    (html.blocks_to_sections)."""
+    if not entries:
+        return [(before, text)]
+    cuts: list[tuple[int, str]] = []
+    at = 0
+    for e in entries:
+        pos = _heading_at(text, e, at)
+        if pos is not None:
+            cuts.append((pos, e.title))
+            at = pos + 1
+    if not cuts:
+        return [(min(entries, key=lambda e: (e.depth, e.order)).title, text)]
+    bounds = [(0, before)] + cuts + [(len(text), "")]
+    out: list[tuple[str, str]] = []
+    bare = False  # the last section is a heading line alone
+    for k, ((a, title), (b, _)) in enumerate(zip(bounds[:-1], bounds[1:])):
+        piece = text[a:b].strip("\n")
+        if not piece.strip():
+            continue
+        if bare:
+            out[-1] = (title, out[-1][1] + "\n" + piece)
         else:
-            titles.append(current)
-    return titles
+            out.append((title, piece))
+        bare = k > 0 and "\n" not in out[-1][1].strip()
+    return out
 
 
 def _page_labels(reader: PdfReader, n_pages: int) -> list[str]:
@@ -143,9 +197,9 @@ class PdfSource(Source):
                 n_pages = len(reader.pages)
                 self._labels = _page_labels(reader, n_pages)
                 try:
-                    self._titles = _page_titles(reader, n_pages)
+                    self._entries = _outline_entries(reader, n_pages)
                 except Exception:
-                    self._titles = [""] * n_pages
+                    self._entries = {}
         except InputError:
             self.close()
             raise
@@ -184,7 +238,6 @@ class PdfSource(Source):
 
         def pages() -> Iterator[tuple[tuple[int, str], str]]:
             for i, label in enumerate(self._labels):
-                where = Where(page=label, section=self._titles[i]).label()
                 try:
                     with _quiet_pypdf():
                         raw = reader.pages[i].extract_text() or ""
@@ -202,15 +255,26 @@ class PdfSource(Source):
                 if is_garbage(text):
                     garbage.append(label)
                     continue
-                yield (i, where), text
+                yield (i, label), text
 
+        entries = self._entries
+        before: list[str] = []  # the outline title in effect where each page starts (after a page without text too)
+        current = ""
+        for i in range(n):
+            before.append(current)
+            current = entries[i][-1].title if i in entries else current
         try:
             # running headers / footers / page numbers / dot leaders out (documents/boilerplate.py)
-            for (i, where), text, _ in strip_furniture(pages(), edge=3):
-                pieces = split_text(text)
-                for j, piece in enumerate(pieces):
+            for (i, label), text, _ in strip_furniture(pages(), edge=3):
+                sections = _sections(text, before[i], entries.get(i, []))
+                pieces = [(title, piece) for title, body in sections for piece in split_text(body)]
+                total = max(1, sum(len(p) for _, p in pieces))
+                done = 0
+                for title, piece in pieces:
                     yielded = True
-                    yield Passage(piece, where, (i + j / len(pieces)) / n, 1 / (n * len(pieces)))
+                    yield Passage(piece, Where(page=label, section=title).label(), (i + done / total) / n,
+                                  len(piece) / (total * n))
+                    done += len(piece)
         finally:
             self.close()
         if broken:
