@@ -17,7 +17,7 @@ from infinipot_cli.answer import spans
     ("How many packages does the main archive contain?", "number", "number"),
     ("Who uploaded gzip 1.12-1?", "owner", "name"),
     ("Where does 'make install' put bash?", "location", "path"),
-    ("To which email address can bug reports be mailed?", "email", "email"),
+    ("To which email address can bug reports be mailed?", "address", "email"),  # the compound's head
     ("Which error does g_key_file_load_from_file() return when the file does not exist?", "error", "quoted"),
     ("Since when has the option been deprecated?", "date", "date"),
 ])
@@ -166,3 +166,83 @@ def test_a_version_ending_a_sentence_is_a_version():
     got = [s.text for s in spans.spans("The first stable release containing this change was 5.92.", want)]
     assert got[:1] == ["5.92"]
     assert spans.mentions("Upgrade from 1.2.3 to 1.3.", "version") == ["1.2.3", "1.3"]  # never a piece of 1.2.3
+
+
+@pytest.mark.parametrize("sentence,time", [
+    ("The ferry leaves at 7:45 from pier 3.", "7:45"),
+    ("Boarding closes at 19:30 sharp.", "19:30"),
+    ("The last boat leaves at 7:45 pm on weekdays.", "7:45 pm"),
+    ("The log says the boat left at 07:45:10 today.", "07:45:10"),
+    ("Doors open at 9 a.m. daily.", "9 a.m."),
+])
+def test_a_time_of_day_is_one_span(sentence, time):
+    for q in ("When does the boat leave?", "At what time does the boat leave?", "What time do the doors open?"):
+        want = spans.wanted(q)
+        assert "time" in want.kinds[:2], want
+        got = spans.spans(sentence, want, q)
+        assert time in [s.text for s in got if s.kind == "time"], got
+        # no piece of the time stands as a number of its own ("7" of "7:45")
+        assert not [s for s in got if s.kind == "number" and sentence.find(time) <= s.start < sentence.find(time) + len(time)]
+    assert spans.wanted("What time does the boat leave?").kinds[0] == "time"
+
+
+def test_a_number_question_takes_no_piece_of_a_time():
+    q = "How many boats leave from pier 3?"
+    assert [s.text for s in spans.spans("2 boats leave at 7:45 from pier 3.", spans.wanted(q), q)] == ["2"]
+
+
+MANPAGE = ("       -w[EXT], --write-back[=EXT]\n", "       -l N, --line-width=N\n", "       --hue[=WHEN]\n",
+           "       -R rules-file, --rules-file=rules-file\n", "       -q, --hush, --mute\n")
+
+
+@pytest.mark.parametrize("line,options", list(zip(MANPAGE, (["-w", "--write-back"], ["-l", "--line-width"], ["--hue"],
+                                                           ["-R", "--rules-file"], ["-q", "--hush", "--mute"]))))
+def test_gnu_option_syntax_is_read_as_options(line, options):
+    q = "Which option does it?"
+    assert sorted(s.text for s in spans.spans(line, spans.wanted(q), q)) == sorted(options)
+    assert [o for o in spans.mentions(line, "option")] == options
+    assert all(spans.leads(line, line.index(o)) for o in options)  # each heads its line: the line defines it
+
+
+def test_an_option_mentioned_in_passing_does_not_lead_and_weighs_less():
+    line = "       It applies the rules given with -r or --rules-file, see -X.\n"
+    assert not any(spans.leads(line, line.index(o)) for o in ("-r", "--rules-file", "-X"))
+    q = "Which option applies the rules?"
+    got = spans.spans("  -X, --extended  apply the extended rules; see -r\n", spans.wanted(q), q)
+    assert got[0].text in ("-X", "--extended") and got[-1].text == "-r", got
+    # a literal value in running text is kept with its option: "--format=posix" is not a placeholder
+    assert spans.mentions("use --format=posix for old readers", "option") == ["--format=posix"]
+
+
+def test_a_heading_option_counts_the_words_of_its_description_below_it():
+    q = "Which option makes frob rewrite ledger files in place?"
+    want = spans.wanted(q)
+    alone = spans.spans(MANPAGE[0], want, q)
+    described = spans.spans(MANPAGE[0], want, q, after="\n              rewrite ledger files in place\n")
+    assert described[0].score > alone[0].score + 1
+
+
+@pytest.mark.parametrize("question,head,first", [
+    ("What license version is this?", "version", "version"),       # a compound: its last noun is the head
+    ("What is the notice period for terminating the licence?", "period", "number"),
+    ("Which exit code does frob use on a bad rule?", "code", "number"),
+    ("Which short option filters the ledger?", "option", "option"),
+])
+def test_the_head_of_a_compound_names_what_answers_it(question, head, first):
+    want = spans.wanted(question)
+    assert (want.head, want.kinds[0]) == (head, first), want
+
+
+def test_a_version_a_title_calls_one():
+    q = "What license version is this?"
+    want = spans.wanted(q)
+    for title in ("FROBNITZ OPEN LICENSE\n   Version 3, 29 June 2007\n", "FROBNITZ OPEN LICENSE VERSION 3\n"):
+        got = spans.spans(title, want, q)
+        assert got and (got[0].text, got[0].kind) == ("3", "version"), got
+    # a heading line gives no word spans still
+    assert spans.spans("RETURN VALUE\n", spans.wanted("Which value does it return?"), "Which value does it return?") == []
+
+
+def test_when_after_a_wh_word_is_a_clause_not_a_date_question():
+    assert not spans.wanted("What happens when a group holds the same key twice?").typed
+    assert spans.wanted("Since when has the option been deprecated?").kinds[0] == "date"

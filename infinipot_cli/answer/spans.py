@@ -26,14 +26,23 @@ PATTERNS: dict[str, str] = {
     "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
     "url": r"\b(?:https?|ftp)://[^\s<>\"')\]]+",
     "date": rf"\b(?:\d{{1,2}} {_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}}, \d{{4}}|{_MONTH},? \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b",
-    "option": r"(?<![\w/.\-])(?:--?[A-Za-z0-9][\w-]*(?:=[^\s,;)]+)?|\+[A-Za-z])(?![\w])",
+    # a time of day, one span: "7:45", "19:30", "07:45:10", "7:45 pm", "7 a.m." (its "7" is no number: spans())
+    "time": r"(?<![\w.:])(?:(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[AaPp]\.?[Mm]\b\.?)?"
+            r"|(?:1[0-2]|0?[1-9])\s?[AaPp]\.?[Mm]\b\.?)(?![\w:])",
+    # an option as GNU and man pages write it: "-i[SUFFIX]", "--in-place[=SUFFIX]", "--opt=VALUE", "-o VALUE" are
+    # the options -i, --in-place, --opt, -o (spans() keeps a literal value: "--format=posix")
+    "option": r"(?<![\w/.\-])(?:--?[A-Za-z0-9][\w-]*(?:=[^\s,;)\[\]]+)?|\+[A-Za-z])(?![\w])",
     "key": r"\b(?:CTRL|Ctrl|ALT|Alt|META|Meta|SHIFT|Shift|CMD|Cmd)-\S\w*|<[A-Za-z][\w-]*>",
-    "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?!\w|\.\w)",  # "... was 5.92." ends a sentence
+    # "... was 5.92." ends a sentence; a number a title or a sentence calls a version is one ("Version 3")
+    "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?!\w|\.\w)"
+               r"|(?:(?<=\b[Vv]ersion )|(?<=\bVERSION ))\d+(?:\.\d+)*(?!\w|\.\w)",
     "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s?(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
               r"(?![\w])",
     "path": r"(?<![\w<])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
             r"\b[\w-]+\.(?:[a-z]{1,4})\b(?=[\s,;:)]|\.\s|$)",
-    "ident": r"(?<![\w-])(?!(?:e\.g|i\.e|etc|vs)\b)(?:[A-Z]+-\d+(?:-\d+)*|[A-Za-z_]\w*(?:\.\w+)+(?:\(\))?"
+    # (first: a hex identifier with a digit, whole: "dc778b88-df7d-4c6a-…", "3f2a9c1e")
+    "ident": r"(?<![\w-])(?!(?:e\.g|i\.e|etc|vs)\b)(?:(?=[\da-f-]*[a-f])[\da-f]*\d[\da-f]*(?:-[\da-f]+)+"
+             r"|(?=[\da-f]{7,}(?![\w]))\d[\da-f]*[a-f][\da-f]*|[A-Z]+-\d+(?:-\d+)*|[A-Za-z_]\w*(?:\.\w+)+(?:\(\))?"
              r"|[A-Za-z_]\w*\(\)|[A-Za-z]+_\w+|[A-Za-z]+\d+[A-Za-z]\w*|[A-Z][A-Z0-9_]{2,}\b|[a-z]+[A-Z]\w+"
              r"|[A-Z][a-z]+[A-Z]\w*|[A-Za-z][\w]*[-/][\w/.-]*\w|:[a-z]+!?|#(?!(?:define|include|if|ifdef|ifndef|elif|else|endif|undef|pragma)\b)[\w-]+)(?![\w])",
     "symbol": r"(?<![^\s(])[^\w\s\"'`()\[\]{}\u201c\u201d\u2018\u2019,;]{1,3}(?=[\s),;]|[.:](?:\s|$)|$)",
@@ -60,11 +69,17 @@ HEADS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("port", "code", "status", "uid", "gid", "id", "size", "length", "weight", "limit", "number",
                      "count", "depth", "width", "height", "timeout", "priority", "level", "value", "default"),
                     ("number", "ident", "quoted")),
-    **dict.fromkeys(("version", "release", "revision"), ("version", "number")),
-    **dict.fromkeys(("date", "year", "day"), ("date", "number")),
+    # a span of time asked for: a number with its unit ("30 days"), a date or a time
+    **dict.fromkeys(("period", "duration", "interval", "delay", "age", "amount", "price", "cost", "fee", "rate",
+                     "percentage", "frequency"), ("number", "date", "time")),
+    **dict.fromkeys(("version", "release", "revision", "edition"), ("version", "number")),
+    **dict.fromkeys(("date", "year", "day", "deadline"), ("date", "number")),
+    **dict.fromkeys(("time", "hour"), ("time", "number", "date")),
     **dict.fromkeys(("user", "account", "group", "owner", "name", "label", "password", "channel", "license",
                      "standard", "recommendation", "algorithm", "protocol", "service", "daemon"),
                     ("ident", "quoted", "name")),
+    # (no number among them: retrieve.typed would raise the units holding one, not the identifier's)
+    **dict.fromkeys(("uuid", "guid", "hash", "checksum", "digest", "fingerprint"), ("ident", "quoted")),
     **dict.fromkeys(("address", "email", "mail"), ("email", "url")),
     **dict.fromkeys(("url", "site", "website", "page"), ("url", "path")),
     **dict.fromkeys(("author", "maintainer", "person", "uploader"), ("name", "email")),
@@ -129,8 +144,12 @@ def _wanted(question: str) -> Want:
     content = {w for w in words(low) if w not in STOPWORDS}
     if re.match(r"(?:\w+\s+){0,3}?how (?:many|much|long|large|big|old|often|far)\b", low):
         return Want(("number", "date"), "number", content)
-    if re.match(r"(?:\w+\s+){0,2}?when\b", low) or re.search(r"\bwhat (?:date|day|year)\b", low):  # not "... when X"
-        return Want(("date", "version", "number"), "date", content)
+    if re.search(r"\bwhat time\b", low):  # "When / at what time does the ferry leave?": "7:45", not the "7" of it
+        return Want(("time", "date", "number"), "time", content)
+    # "When ...", "Since when ...", not "... when X" nor "What happens when X" (a wh-word before it: a clause)
+    if re.match(r"(?:(?!what\b|which\b|who\b|how\b|where\b|why\b)\w+\s+){0,2}?when\b", low) \
+            or re.search(r"\bwhat (?:date|day|year)\b", low):
+        return Want(("date", "time", "version", "number"), "date", content)
     if re.match(r"(?:\w+\s+){0,2}?who\b", low) or re.search(r"\bby whom\b", low):
         return Want(("name", "ident", "email"), "owner", content)
     if re.match(r"(?:\w+\s+){0,2}?where\b", low):
@@ -140,10 +159,16 @@ def _wanted(question: str) -> Want:
         first = re.findall(r"[\w'-]+", q[m.start(1):])[:3]
         copula = bool(first) and first[0].lower() in ("is", "are", "was", "were")
         tail = [] if copula else [w for w in first if w.lower() not in _COPULA]
-        for w in tail:  # "which short OPTION", "which exit CODE", "what new PROGRAM"
-            h = _head(w)
-            if h:
-                return _shaped(Want(HEADS[h], h, content), low)
+        # "which short OPTION", "which exit CODE", "what new PROGRAM": the first head noun, or the last of a run of
+        # them, the compound's head ("what license VERSION is this": a version, not a license's name)
+        h = None
+        for w in tail:
+            got = _head(w)
+            if got is None and h is not None:
+                break
+            h = got or h
+        if h:
+            return _shaped(Want(HEADS[h], h, content), low)
         # "what is the default compression LEVEL of tar": after the copula, the last head noun before a preposition
         c = re.search(r"\b(?:which|what)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(.*)", low)
         if c:
@@ -169,14 +194,21 @@ def _shaped(want: Want, question: str) -> Want:
     return want
 
 
-def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
+LEAD = 0.5  # an option heading its line (where a man page defines it) over one mentioned in passing
+
+
+def spans(sentence: str, want: Want, question: str = "", after: str = "") -> list[Span]:
     """The spans of `sentence` of the kinds `want` asks for (none that the question names already, none from a
-    heading line, no placeholder such as FILE in "-f FILE"), best first: by closeness to the question's words in
-    the sentence (`closeness`), the kinds the question names first weighing more ("exit code": a number before an
-    identifier), an option of the shape asked for ("short option": -x) more than the other."""
+    heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time), best
+    first: by closeness to the question's words in the sentence (`closeness`), the kinds the question names
+    first weighing more ("exit code": a number before an identifier), an option of the shape asked for ("short
+    option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
+    the option the line defines: it weighs LEAD more than one mentioned in passing, and its closeness counts the
+    words of its description, the rest of its line and `after` (the lines under it in a man page)."""
     out: list[Span] = []
     taken: list[tuple[int, int]] = []
     asked = question.lower()
+    times = [m.span() for m in _RX["time"].finditer(sentence)] if "number" in want.kinds else []
     for kind in want.kinds:
         for m in _RX[kind].finditer(sentence):
             g = 1 if kind in ("quoted", "shell") else 0
@@ -184,20 +216,66 @@ def spans(sentence: str, want: Want, question: str = "") -> list[Span]:
             text = m.group(g).strip()
             if kind in ("path", "url") and len(text) > 2 and text[-1] in ".," and text[-2] != ".":
                 text, b = text[:-1], b - 1  # the sentence's full stop or comma after it
+            if kind == "option" and "=" in text and (_placeholder_value(text) or leads(sentence, a)):
+                text = text.split("=", 1)[0]  # "--line-width=N" is the option --line-width
+                b = a + len(text)
+            if kind == "number" and any(x <= a and b <= y for x, y in times):
+                continue  # the "7" of "7:45" is no number
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
-                    or _inside_named(sentence, a, b, asked) or _heading(sentence, a)
-                    or _placeholder(sentence, a, text) or (kind == "ident" and _opening_word(sentence, a, text))
+                    or _inside_named(sentence, a, b, asked)
+                    or (kind not in ("version", "date") and _heading(sentence, a))
+                    or _placeholder(sentence, a, text) or (kind != "option" and _argument(sentence, a))
+                    or (kind == "ident" and _opening_word(sentence, a, text))
                     or (kind == "option" and _optional(sentence, a, b))):
                 continue
             taken.append((a, b))
             out.append(Span(text, kind, a, b))
+    entry = sentence + after
     for s in out:
-        s.score = closeness(s, sentence, want) + 0.5 * (1 - want.kinds.index(s.kind) / len(want.kinds))
+        lead = s.kind == "option" and leads(sentence, s.start)
+        s.score = closeness(s, entry if lead else sentence, want) + \
+            0.5 * (1 - want.kinds.index(s.kind) / len(want.kinds)) + (LEAD if lead else 0.0)
         if want.shape and s.kind == "option":
             s.score += 0.5 if (want.shape == "long") == s.text.startswith("--") else -0.5
         if s.kind == "shell":  # a command line shown ("$ git bisect reset") is the command itself
             s.score += 1.0
     return sorted(out, key=lambda s: -s.score)
+
+
+def _placeholder_value(option: str) -> bool:
+    """Whether the value of "--opt=VALUE" is a placeholder: capitals ("N", "WHEN") or in angle brackets."""
+    value = option.split("=", 1)[1]
+    return value.isupper() or value.startswith("<")
+
+
+_ARGUMENT_OF = re.compile(r"(?<![\w-])--?[A-Za-z0-9][\w-]*(?:[ \t]|\[?=)$")
+
+
+def _argument(sentence: str, at: int) -> bool:
+    """Whether position `at` starts the argument of an option heading its line, a placeholder however written
+    ("-R rules-file, --rules-file=rules-file": not the name of a file)."""
+    m = _ARGUMENT_OF.search(sentence[max(0, at - 60):at])
+    return m is not None and leads(sentence, max(0, at - 60) + m.start())
+
+
+_OPTION_LED = re.compile(r"\s*(?:--?[A-Za-z0-9][\w-]*|\+[A-Za-z])(?![\w])")
+
+
+def leads(sentence: str, at: int) -> bool:
+    """Whether the option at `at` heads its line, as a man page or `--help` defines one: only other options and
+    their arguments before it on the line ("-f script, --file=script", "-i[SUFFIX], --in-place[=SUFFIX]",
+    "-n, --quiet, --silent"), each comma-separated piece an option; not "given with -r or --rules".
+    """
+    line = sentence[sentence.rfind("\n", 0, at) + 1:at]
+    return all(_OPTION_LED.match(piece) for piece in line.split(",")[:-1]) and not line.split(",")[-1].strip()
+
+
+def option_led(text: str) -> bool:
+    """Whether `text` begins (its first line with words) with an option it defines ("  -k, --keep  do not ...")."""
+    for line in text.split("\n"):
+        if line.strip():
+            return _OPTION_LED.match(line) is not None
+    return False
 
 
 def _optional(sentence: str, a: int, b: int) -> bool:
@@ -280,8 +358,16 @@ def closeness(span: Span, sentence: str, want: Want) -> float:
 
 def mentions(text: str, kind: str) -> list[str]:
     """What `text` writes of span kind `kind` (PATTERNS), as written, trailing punctuation aside: the versions,
-    options and identifiers a question names."""
-    return [m.group(0).strip().rstrip("?.,") for m in _RX[kind].finditer(text)]
+    options and identifiers a question names; an option without its placeholder ("-i[SUFFIX]", "--in-place[=SUFFIX]",
+    "--width=N", "-o FILE": -i, --in-place, --width, -o)."""
+    out = []
+    for m in _RX[kind].finditer(text):
+        o = m.group(0).strip().rstrip("?.,")
+        # "--line-width=N" and "-R file, --rules-file=file" name an option; "use --format=posix", one with its value
+        if kind == "option" and "=" in o and (_placeholder_value(o) or leads(text, m.start())):
+            o = o.split("=", 1)[0]
+        out.append(o)
+    return out
 
 
 def contains(text: str, span: str) -> bool:
