@@ -3,7 +3,7 @@
 A small model asked about a fact its pot no longer holds still answers, and it answers with the same
 confidence: a CVE number, a uid, a person's name taken from nowhere. The checkable part of an answer is its
 *specifics*: numbers ("37", "1.12-1", "CVE-2022-1271"), identifiers ("--rcfile", "asn1_create_element",
-"~/.bashrc") and capitalised names not at the start of a sentence ("Amanda"). When one of them occurs neither
+"~/.bashrc", "dc778b88-df7d-4c6a-…", each whole) and capitalised names not at the start of a sentence ("Amanda"). When one of them occurs neither
 in the question nor in the text the answer is checked against, the answer is withheld: stdout says
 NOT_SAID, and the model's guess goes to stderr and `--json` (`guess`). An answer without specifics ("the c
 key") cannot be checked this way and stands.
@@ -27,6 +27,10 @@ NUMBER = re.compile(  # a number as an answer states it: 12, 3.5, 1,000, 10:30, 
     r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?:[a-z]\b)?")
 _IDENT = re.compile(r"(?<![\w-])(?:--?[A-Za-z][\w-]*|[~./]?[\w.-]*[_/][\w./-]*[\w]|[A-Za-z]+\d[\w.-]*|"
                     r"[a-z]+[A-Z]\w*|\w+(?:\.\w+)+\(?\)?)")
+# an identifier that opens with a digit ("778b888-df7d-4c6a", "3f2a9c1e"): one claim, checked whole — its
+# pieces ("778") stand inside other tokens of the text ("dc778b88-...")
+_MIXED = re.compile(r"(?<![\w.-])(?=[\w-]{6,})(?=[\w-]*[A-Za-z])\d[A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*(?![\w-])")
+_UNIT = re.compile(r"\d+[A-Za-z]+")  # a number and its unit ("1024KiB"), not an identifier
 _WORD = re.compile(r"[A-Z][\w'-]*")
 _NUMBERED = re.compile(r"^[ \t]*\d{1,3}[.)][ \t]+(?=\S)", re.MULTILINE)  # a numbered list item's number
 # Capitalised words that name nothing by themselves (sentence-initial words are skipped anyway)
@@ -61,6 +65,9 @@ def claims(answer: str, question: str = "") -> list[str]:
     for m in _IDENT.finditer(answer):
         if not NUMBER.fullmatch(m.group(0)):
             add(m.group(0))
+    for m in _MIXED.finditer(answer):
+        if not _UNIT.fullmatch(m.group(0)):
+            add(m.group(0))
     for sent in re.split(r"(?<=[.!?:])\s+|\n", answer):
         for i, m in enumerate(_WORD.finditer(sent)):
             w = m.group(0)
@@ -73,11 +80,19 @@ def claims(answer: str, question: str = "") -> list[str]:
 
 
 def found(claim: str, text: str, lowered: str | None = None) -> bool:
-    """Whether `claim` occurs in `text`: numbers as whole numbers (commas ignored), the rest case-insensitively."""
+    """Whether `claim` occurs in `text`: numbers as whole numbers (commas ignored; not the hour or minutes of a
+    time), identifiers with digits and letters as whole tokens ("778b88-df7d" is not in "dc778b88-df7d"), the
+    rest case-insensitively."""
     low = lowered if lowered is not None else text.lower()
-    if NUMBER.fullmatch(claim):
+    if NUMBER.fullmatch(claim):  # not a piece of a time ("7" of "7:45") unless a time itself
         n = re.escape(_norm_number(claim))
-        return re.search(rf"(?<![\d]){n}(?!\d)", low.replace(",", "") if "," in claim else low) is not None
+        pre, post = ("", "") if ":" in claim else (r"(?<!\d:)", r"(?!:\d)")
+        return re.search(rf"(?<![\d]){pre}{n}(?!\d){post}", low.replace(",", "") if "," in claim else low) is not None
+    if re.search(r"\d", claim) and re.search(r"[A-Za-z]", claim):
+        c = re.escape(claim.lower())
+        pre = r"(?<![A-Za-z0-9])" if claim[0].isalnum() else ""
+        post = r"(?![A-Za-z0-9])" if claim[-1].isalnum() else ""
+        return re.search(pre + c + post, low) is not None
     return claim.lower() in low
 
 
