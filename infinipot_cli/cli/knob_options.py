@@ -14,8 +14,7 @@ from ..pot.config import cli_knobs
 
 def knob_option(f, panel: str | None = None, short: str | None = None) -> tuple[str, object, object]:
     """(parameter name, annotation, typer.Option) of a declared knob; `short`: an extra short flag."""
-    default = "half the pot" if f.name == "keep" else str(f.default)
-    kind = type(f.default)
+    default, kind = f.metadata["shown"], f.metadata["kind"]
     flags = [f.metadata["flag"]] + ([short] if short else [])
     return (f.name, Optional[kind],
             typer.Option(None, *flags, show_default=False, rich_help_panel=panel,

@@ -27,17 +27,20 @@ DTYPE_HELP = ("auto, float32, bfloat16 or float16. Default (auto): bfloat16 on C
 
 
 def knob(default, help: str, *, flag: str | None = None, lo: float | None = None, hi: float | None = None,
-         hi_open: bool = False, infinipot: bool = False, panel: str = "Pot"):
-    """A declared option: `flag` gives it a CLI flag; `infinipot` marks an InfiniPot option of the method spec."""
+         hi_open: bool = False, infinipot: bool = False, panel: str = "Pot", kind: type | None = None,
+         shown: str | None = None):
+    """A declared option: `flag` gives it a CLI flag; `infinipot` marks an InfiniPot option of the method spec.
+    A default of None (derived from other settings) needs its `kind` and the `shown` text --help gives for it."""
     return field(default=default, metadata={"help": help, "flag": flag, "lo": lo, "hi": hi, "hi_open": hi_open,
-                                            "infinipot": infinipot, "panel": panel})
+                                            "infinipot": infinipot, "panel": panel,
+                                            "kind": kind or type(default), "shown": shown or str(default)})
 
 
 @dataclass
 class PotConfig:
     size: int | None = knob(2048, "M: KV entries per layer and KV head the pot may hold.", flag="--pot-size", lo=1)
-    keep: int = knob(0, "C: entries kept by each distillation, pinned header included (0 = half the pot).",
-                     flag="--keep", lo=0)
+    keep: int | None = knob(None, "C: entries kept by each distillation, pinned header included.", flag="--keep",
+                            lo=1, kind=int, shown="half the pot")
     alpha: float = knob(0.5, "Share of the kept entries chosen by novelty (NuC); the rest by the catalyst (CaP).",
                         flag="--nuc-ratio", lo=0.0, hi=1.0)
     method: str = knob("infinipot", "Selection method (see --method).")
@@ -79,7 +82,7 @@ class PotConfig:
         return self.segment or default("segment")
 
     def __post_init__(self):
-        self._keep_from_size = not self.keep and bool(self.size)  # C not given: half the pot
+        self._keep_from_size = self.keep is None and bool(self.size)  # C not given: half the pot
         if self._keep_from_size:
             self.keep = self.size // 2
 
@@ -100,8 +103,8 @@ class PotConfig:
             raise UsageError(f"unknown method {self.method!r}; choose one of {', '.join([*METHODS, *PRESETS])}")
         for f in dataclasses.fields(self):
             lo, hi, v = f.metadata.get("lo"), f.metadata.get("hi"), getattr(self, f.name)
-            if v is None or isinstance(v, (bool, str)):
-                continue
+            if v is None or isinstance(v, (bool, str)) or (f.name == "keep" and self._keep_from_size):
+                continue  # a C derived from the pot's size: the size is named below when it is too small
             if (lo is not None and v < lo) or (hi is not None and (v >= hi if f.metadata["hi_open"] else v > hi)):
                 raise UsageError(f"{option_name(f.name)} must be {_range_text(f)}, not {v}")
         if self.bounded:
