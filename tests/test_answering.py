@@ -1,6 +1,8 @@
 """Answering from the document's passages (answering.py, retrieve.py): the model's answer checked against them."""
 
 
+import pytest
+
 from infinipot_cli.answer import answering, retrieve
 
 
@@ -274,3 +276,207 @@ def test_the_span_asked_for_stands_apart_from_a_claim_the_passage_lacks():
     q = "How much disk space does the build need?"
     how, *_, bad = answering.decide(q, "The build needs 168 MB of disk space.", [found(texts, 1)], texts)
     assert how == "not-said" and bad == ["MB"]                 # "168 MB" is one claim, and not the passage's
+
+
+def test_no_passage_found_is_no_answer_whatever_was_written():
+    # the model wrote from no passage of the document: nothing it says is checked, so nothing it says is shown
+    for written in ('The answer to the question is: "The document is not a helpful tool.', "The answer is 42."):
+        assert answering.decide("What is the answer?", written, [], ["deep text: the answer is 42\n"])[0] == "not-said"
+        assert answering.several("What are the answers?", written, [], ["x\n"])[0] == "not-said"
+
+
+def test_a_preamble_does_not_hide_a_non_answer():
+    q = "What is the answer?"
+    assert answering.non_answer('The answer to the question is: "The answer to this question is: The document is not '
+                                'a helpful tool.', q)
+    assert answering.non_answer("Answer: the text describes a tool.", q)
+    assert not answering.non_answer("The answer is 42.", q)
+    assert not answering.non_answer("The answer to the question is: the cat was ginger.", q)
+
+
+FERRY = ["Timetable\n", "The ferry leaves at 7:45 from pier 3.\n", "Tickets are sold on board.\n"]
+
+
+def test_a_number_that_is_only_a_piece_of_a_time_gives_way_to_the_time():
+    q = "When does the ferry leave?"
+    for written in ("The ferry leaves at 7.", "It leaves at 7 from pier 3."):
+        how, short, unit, _ = answering.decide(q, written, [found(FERRY, 1)], FERRY)
+        assert (how, short, unit) == ("extracted", "7:45", 1), (written, how, short)
+    assert answering.decide(q, "The ferry leaves at 7:45.", [found(FERRY, 1)], FERRY)[:2] == \
+        ("written", "The ferry leaves at 7:45.")
+
+
+# a made-up tool's man page, cut into units as a man page is read: lines, a description under its option line
+FROB = ["OPTIONS\n       -q, --hush, --mute\n", "\n             ", " suppress the automatic echo of each rewritten record\n\n",
+        "      ", " --follow-links\n              follow symbolic links when rewriting in place\n\n",
+        "      ", " -w[EXT], --write-back[=EXT]\n", "\n             ",
+        " rewrite ledger files in place (keeps a backup copy if EXT is given)\n\n",
+        "      ", " -k, --keep-existing\n              do not replace a ledger file that already exists\n\n",
+        "      ", " -X, --extended\n              use extended rule syntax in the rules (see -w)\n"]
+
+
+@pytest.mark.parametrize("question,top,options", [
+    ("Which option makes frob rewrite ledger files in place?", 8, ("-w", "--write-back")),
+    ("Which option suppresses the automatic echo of rewritten records?", 2, ("-q", "--hush", "--mute")),
+    ("Which option prevents replacing a ledger file that already exists?", 10, ("-k", "--keep-existing")),
+])
+def test_the_option_a_description_line_belongs_to_answers(question, top, options):
+    f = retrieve.Found(0, 0, list(range(max(0, top - 4), min(len(FROB), top + 5))), top, 9.0)
+    for written in ("Use --follow-links.", "Use the -X option.", "It is done by the frob tool."):
+        how, short, unit, _ = answering.decide(question, written, [f], FROB)
+        assert how == "extracted" and short in options, (written, how, short)
+    assert answering._described(FROB, 6) == [7, 8] and answering._described(FROB, 8) == []
+
+
+LICENSE = ["FROBNITZ OPEN LICENSE\n   Version 3, 29 June 2007\n", "\n",
+           "Everyone may copy and share verbatim copies of this license document.\n",
+           "A program may be combined with a work under the Frobnitz Affero License, version 2.\n",
+           "This License does not grant permission to use the trade names or trademarks of the Licensor.\n"]
+
+
+def test_a_license_version_comes_from_its_title():
+    q = "What license version is this?"
+    f = retrieve.Found(0, 0, [0, 1, 2], 0, 5.0)
+    how, short, unit, _ = answering.decide(q, "It is the 3rd edition of the Frobnitz Affero License.", [f], LICENSE)
+    assert (how, short, unit) == ("extracted", "3", 0)
+
+
+@pytest.mark.parametrize("written", [
+    "This License does not grant permission to use the trade names or trademarks of the Licensor.",  # copied
+    "The document is about the Licensor's trade names.",                                              # a non-answer
+    "The licensee has to wait before leaving the premises.",                                          # strays
+])
+def test_a_value_asked_for_is_not_answered_by_a_sentence_without_one(written):
+    q = "What is the notice period for terminating the license?"
+    f = retrieve.Found(0, 0, [3, 4], 4, 5.0)
+    how, short, _, _ = answering.decide(q, written, [f], LICENSE)
+    assert (how, short) == ("not-said", ""), (how, short)
+    # a description question still gets the passage's sentence
+    how, short, _, _ = answering.decide("What does the license say about trademarks?", "The document is about it.",
+                                        [f], LICENSE)
+    assert how == "quoted" and "trademarks" in short
+
+
+EXAMPLE = ["/* ledger.c: rewrite a ledger in blocks */\n", "#include <stdio.h>\n", "#define BLOCK 8192\n",
+           "#define LEDGER_MAGIC \"LDG1\"\n", "\n", "int rewrite(FILE *in, FILE *out) {\n",
+           "    char buf[BLOCK];\n", "    size_t n = fread(buf, 1, BLOCK, in);  /* one BLOCK at a time */\n",
+           "    int retries = 3;\n", "    return fwrite(buf, 1, n, out) == n ? 0 : -1;\n", "}\n",
+           "The example in ledger.c reads its input one BLOCK at a time.\n"]
+
+
+@pytest.mark.parametrize("question,value,unit", [
+    ("What is the value of BLOCK in the example?", "8192", 2),
+    ("What is BLOCK set to in the example?", "8192", 2),
+    ("What is the value of LEDGER_MAGIC?", "LDG1", 3),
+    ("What is the value of retries in the example?", "3", 8),
+])
+def test_a_value_asked_of_a_name_is_the_value_bound_to_it(question, value, unit):
+    f = retrieve.Found(0, 0, [10, 11], 11, 9.0)  # the passage found: prose naming BLOCK, not its definition
+    how, short, got, _ = answering.decide(question, "The value of BLOCK is ledger.c.", [f], EXAMPLE)
+    assert (how, short, got) == ("extracted", value, unit)
+    # the model naming it stands where the passages hold its line; else the line is shown (as evidence too)
+    assert answering.decide(question, f"It is {value}.", [f], EXAMPLE)[:2] == ("extracted", value)
+    f.units.append(unit)
+    assert answering.decide(question, f"It is {value}.", [f], EXAMPLE)[0] == "written"
+
+
+def test_a_name_bound_to_two_values_takes_the_one_in_the_passages_or_none():
+    texts = ["#define BLOCK 8192\n", "text\n", "#define BLOCK 4096\n", "BLOCK is the block size.\n"]
+    q = "What is the value of BLOCK?"
+    assert answering.binding(q, texts, [retrieve.Found(0, 0, [1, 2, 3], 3, 1.0)]) == ("4096", 2)
+    assert answering.binding(q, texts, [retrieve.Found(0, 0, [3], 3, 1.0)]) is None
+    assert answering.binding("What does BLOCK do?", texts, [retrieve.Found(0, 0, [3], 3, 1.0)]) is None
+
+
+def test_a_miscopied_identifier_gives_way_to_the_passages():
+    uuid = "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f"
+    texts = ["Records.\n", f"The special magic uuid for quiet-harbor is: {uuid}.\n", "The end.\n"]
+    q = "What is the special magic uuid for quiet-harbor?"
+    how, short, _, _ = answering.decide(q, "The uuid is 778b888-df7d-4c6a-9f1e-1a2b3c4d5e6f.", [found(texts, 1)], texts)
+    assert how == "written" and uuid in short and "778b888" not in short
+    assert answering.completed("See --rule-file.", "Use --rules-file FILE.") == "See --rules-file."
+    assert answering.completed("uid 371234", "uid 371235") == "uid 371234"  # a number is never made another one
+
+
+def test_what_an_answer_adds_to_its_span_must_come_from_its_passage():
+    texts = ["History\n", "The Quux cipher was designed by Ada Brook in 1994.\n", "It is still in use.\n"]
+    q = "Who designed the Quux cipher?"
+    praise = "Ada Brook, a renowned computer science and cryptography expert, is credited with designing the Quux cipher."
+    how, short, unit, _ = answering.decide(q, praise, [found(texts, 1)], texts)
+    assert (how, short, unit) == ("extracted", "Ada Brook", 1)
+    plain = "The Quux cipher was designed by Ada Brook."
+    assert answering.decide(q, plain, [found(texts, 1)], texts)[:2] == ("written", plain)
+
+
+def test_an_identifier_is_checked_whole_and_a_number_not_inside_a_time():
+    from infinipot_cli.answer import honesty
+
+    text = "The uuid for tag-x is dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f; the ferry leaves at 7:45; x86_64 builds."
+    assert honesty.unsupported("It is 778b888-df7d-4c6a-9f1e-1a2b3c4d5e6f.", "", text) == \
+        ["778b888-df7d-4c6a-9f1e-1a2b3c4d5e6f"]
+    assert honesty.unsupported("It is 778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f.", "", text)  # a piece of it is not it
+    assert honesty.unsupported("It is dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f, at 7:45, on x86.", "", text) == []
+    assert honesty.unsupported("It leaves at 7.", "", "The ferry leaves at 7:45 from pier 3.") == ["7"]
+    assert honesty.unsupported("It leaves at 7:45.", "", "The ferry leaves at 7:45 from pier 3.") == []
+    assert honesty.unsupported("It uses 1024KiB.", "", "It uses 1024 KiB.") == []  # a number with its unit
+
+
+def test_a_tiny_document_is_answered_from_itself_and_checked(builtin, tmp_path):
+    """A question every word of which is common ("What is the answer?") finds no passage by its words: a document
+    of a few lines is its own passage, and what the model writes is checked against it, as on every path."""
+    from infinipot_cli.answer import honesty
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.session import Session
+
+    path = tmp_path / "note.txt"
+    path.write_text("ledger note: the answer is 7311\n")
+    s = Session.start(builtin, PotConfig(size=512, keep=256))
+    s.read(open_source(str(path), "auto"))
+    a = s.ask("What is the answer?", grounded=True, max_new_tokens=48)
+    assert a.grounded.evidence and "7311" in a.grounded.evidence[0].text
+    assert a.text == honesty.NOT_SAID or "7311" in a.text, (a.how, a.text)
+    assert not answering.non_answer(a.text, "What is the answer?") or a.how == "not-said"
+
+
+def test_an_answer_written_over_the_pot_is_checked_too(builtin, tmp_path):
+    """The pot path (the paper's answer over the pot's entries) gets answering's checks in grounding.ground: a
+    non-answer is withheld, an identifier miscopied is written as the text has it."""
+    from infinipot_cli.answer import honesty
+    from infinipot_cli.answer.grounding import ground
+    from infinipot_cli.documents import open_source
+    from infinipot_cli.pot.config import PotConfig
+    from infinipot_cli.session import Session
+
+    uuid = "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f"
+    path = tmp_path / "tags.txt"
+    path.write_text(f"Harbour records.\nThe special magic uuid for quiet-harbor is: {uuid}.\nThe end.\n")
+    s = Session.start(builtin, PotConfig(size=512, keep=256))
+    s.read(open_source(str(path), "auto"))
+    q = "What is the special magic uuid for quiet-harbor?"
+    s.ask(q, grounded=True, from_pot=True, max_new_tokens=8)  # the pot's answer: its context is the check's text
+    prompt, _ = s.prompts.ask(q)
+    g = ground(s.engine, prompt, q, 'The answer is: "The document is not a helpful tool.', s._sources())
+    assert g.answer == honesty.NOT_SAID and g.how == "not-said"
+    g = ground(s.engine, prompt, q, "It is 778b888-df7d-4c6a-9f1e-1a2b3c4d5e6f.", s._sources())
+    assert g.answer == f"It is {uuid}." and g.how == "written"
+
+
+def test_a_uuid_asked_for_is_the_one_next_to_the_question_words():
+    texts = ["Harbour register.\n", "The special magic uuid for quiet-harbor is: dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f.\n",
+             "The special magic uuid for loud-market is: 5e0a9c31-7b2d-4e8f-a1c6-3d9b7f2e4a10.\n"]
+    q = "What is the special magic uuid for quiet-harbor?"
+    # the model copies the neighbour's, cut at a hyphen: the passage's own span stands instead
+    how, short, unit, _ = answering.decide(q, "It is 5e0a9c31-7b2d-", [found(texts, 1)], texts)
+    assert (how, short, unit) == ("extracted", "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f", 1)
+    assert answering.completed("It is 5e0a9c31-7b2d-", "".join(texts)) == "It is 5e0a9c31-7b2d-4e8f-a1c6-3d9b7f2e4a10"
+
+
+def test_a_person_asked_for_and_a_sentence_naming_none_written():
+    texts = ["The Quux block cipher\n", "The Quux cipher is a block cipher with a 128-bit block.\n",
+             "It was designed by Ada Brook in 1994.\n", "It is still in use.\n"]
+    q = "Who designed the Quux cipher?"
+    written = "The Quux cipher is a block cipher with a 128-bit block."
+    assert answering.decide(q, written, [found(texts, 2)], texts)[:3] == ("extracted", "Ada Brook", 2)
+    # no person in the passage: not its unrelated sentence either
+    assert answering.decide(q, written, [found(texts[:2] + texts[3:], 1)], texts[:2] + texts[3:])[0] == "not-said"

@@ -16,7 +16,11 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    does not seem to say." (as does any answer to a question naming a version, option or identifier the document
    never names: `absent`); one that names nothing beyond the question, to the best span or sentence; one that
    strays from its passage (a sentence fewer than SUPPORTED of whose new words it holds: `support`; a list's
-   items are no sentence), to its best sentence.
+   items are no sentence), to its best sentence — and one naming the best span whose other words stray, to
+   that span. A question after a value or a person gets no quoted sentence that names none (`_quote_for`); a
+   value asked of a name is the value the document binds to it (`binding`: "#define CHUNK 16384"). With no
+   passage found a document of a few lines is its own passage (`_whole`), a longer one is not answered: no
+   path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike).
 
     reply = answer(engine, prompts, question, sources, max_new_tokens=256)
     reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Sequence
 
 from . import evidence as ev
@@ -89,9 +94,17 @@ def support(answer: str, question: str, text: str) -> float:
     return sum(w in held for w in new) / len(new)
 
 
+# what an answer may open with before it answers: "The answer to the question is: \"The answer is: ..."
+_PREAMBLE = re.compile(r"(?:[\"'\u201c`\s]*(?:the |my )?answer(?: to (?:the|this|your) question)?(?: is)?\s*[:,-]?)+"
+                       r"[\"'\u201c`\s]*")
+
+
 def _about_document(low: str) -> bool:
     """Whether a (lower-case) answer tells about the document rather than what it says: "the document provides
-    a description of ...", "the document mentions that the document ...", not "the document states that X"."""
+    a description of ...", "the document mentions that the document ...", not "the document states that X" —
+    after any preamble ("the answer to the question is: the document is not a helpful tool.")."""
+    m = _PREAMBLE.match(low)
+    low = low[m.end():] if m else low
     m = _REPORTS.match(low)
     return bool(_ABOUT.match(low[m.end():] if m else low))
 
@@ -127,20 +140,39 @@ def _sentences(found: list[retrieve.Found], texts: list[str]) -> list[tuple[floa
 
 
 _IDENT = re.compile(r"[A-Za-z0-9][\w.\-/:@+]*[A-Za-z0-9]")  # a word, number or identifier, punctuation inside
+NEAR = 0.8  # an identifier miscopied: its passage's token at least this alike (difflib's ratio) stands for it
 
 
 def completed(written: str, text: str) -> str:
-    """`written` with each identifier the model cut short written whole: a token of at least 6 characters with a
-    digit, "-" or "_" that `text` (its passages) does not hold as a token but begins exactly one longer token of
-    ("79fd3d1d-6" → "79fd3d1d-681e-4af2-b209-9f3a51745e1f"; a small model copies the head of a long identifier)."""
+    """`written` with each identifier the model cut short or miscopied written as its passages (`text`) hold it: a
+    token of at least 6 characters with a digit, "-" or "_" that `text` does not hold as a token but begins
+    exactly one longer token of ("79fd3d1d-6" → "79fd3d1d-681e-4af2-b209-9f3a51745e1f"; a small model copies the
+    head of a long identifier), else one with a letter (not a number alone) that is like one token of `text`
+    more than any other, at least NEAR alike ("778b888-df7d-4c6a" → "dc778b88-df7d-4c6a": a character dropped
+    or doubled)."""
     held = set(_IDENT.findall(text))
     for t in dict.fromkeys(_IDENT.findall(written)):
         if len(t) < 6 or t in held or not re.search(r"[\d_-]", t):
             continue
         longer = {h for h in held if len(h) > len(t) and h.startswith(t)}
-        if len(longer) == 1:
-            written = re.sub(rf"(?<![\w.]){re.escape(t)}(?![\w-])", longer.pop(), written)
+        whole = longer.pop() if len(longer) == 1 else None if longer else _nearest(t, held)  # two heads: neither
+        if whole:  # (a head cut at a hyphen keeps it: "5e0a9c31-7b2d-")
+            cut = "-?" if whole[len(t):len(t) + 1] == "-" else ""
+            written = re.sub(rf"(?<![\w.]){re.escape(t)}{cut}(?![\w-])", whole, written)
     return written
+
+
+def _nearest(token: str, held: set[str]) -> str | None:
+    """The token of `held` most like `token` (an identifier with a letter and a digit, "-" or "_"; not a number,
+    which a small change makes another number), when at least NEAR alike and more than any other."""
+    if not re.search(r"[A-Za-z]", token):
+        return None
+    alike = sorted(((SequenceMatcher(None, token, h).ratio(), h) for h in held
+                    if abs(len(h) - len(token)) <= 3 and re.search(r"[A-Za-z]", h) and re.search(r"[\d_-]", h)),
+                   reverse=True)
+    if not alike or alike[0][0] < NEAR or (len(alike) > 1 and alike[1][0] == alike[0][0]):
+        return None
+    return alike[0][1]
 
 
 def _text(units: set[int], texts: list[str]) -> str:
@@ -157,24 +189,33 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     """(how, short, unit, unsupported): keep the model's answer ("written"), take a span of the passages
     ("extracted"), quote the best sentence ("quoted") or say the document does not seem to say it ("not-said");
     `unit` is the sentence a span or quote comes from, `unsupported` what the model named that its passages do
-    not contain."""
+    not contain. No passage found: the answer was written from nothing the document says, "not-said"."""
+    if not found:
+        return "not-said", "", None, honesty.unsupported(written, question, "")
     want = spans.wanted(question)
     sents = _sentences(found, texts)
     held = _text({u for _, u in sents}, texts)
     written = completed(written, held)
-    cands: list[tuple[float, spans.Span, int]] = []  # (score, span, unit), best first
-    if want.typed:
-        for w, u in sents:
-            cands += [(s.score + w, s, u) for s in spans.spans(texts[u], want, question)]
-        cands.sort(key=lambda c: -c[0])
+    invented = honesty.unsupported(written, question, held)
+    bound = binding(question, texts, found)
+    if bound is not None:  # a value asked of a name the document binds ("#define CHUNK 16384"): that value
+        value, unit = bound
+        if spans.contains(written, value) and not invented and any(u == unit for _, u in sents):
+            return "written", written, None, []
+        return "extracted", value, unit, []  # (with its line as the evidence, where the passages lack it)
+    cands = _candidates(want, question, sents, texts)  # (score, span, unit), best first
     best = cands[0] if cands else None
     strong = best is not None and best[1].score >= STRONG
     own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
-    invented = honesty.unsupported(written, question, held)
     if invented or honesty.refused(written):  # the model named what its passages lack, or said they lack it
         if strong:
             return "extracted", best[1].text, best[2], invented
-        if invented and found and not (want.kinds and want.kinds[0] in SPECIFIC):
+        # a specific the passage holds only as part of, or a little unlike, one of its spans ("7" of "7:45"):
+        # that span
+        near = [c for c in cands if any(_near(x, c[1].text) for x in invented)]
+        if near:
+            return "extracted", near[0][1].text, near[0][2], invented
+        if invented and not (want.kinds and want.kinds[0] in SPECIFIC):
             # a question after a description, not a value ("What does exit code 23 mean?"): the passage's best
             # sentence, quoted; one after a number, date or version the passage lacks is not answered
             return (*quoted(question, found, texts), invented)
@@ -185,17 +226,142 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
             # it ("… (1.3.12-9) was released on 2012-01-01"): the span stands, the claim does not
             return "extracted", agreed[0][1].text, agreed[0][2], []
         return "not-said", "", None, invented
-    if own and own[0][0] >= best[0] - MARGIN:
-        return "written", written, None, []  # the model named a span that stands as close to the question
+    single = "\n" not in written.strip()  # a list's items are judged as items, not as a sentence
+    if own and own[0][0] >= best[0] - MARGIN:  # the model named a span that stands as close to the question
+        span, unit = own[0][1].text, own[0][2]
+        rest = re.sub(r"(?<![\w-])" + re.escape(span) + r"(?![\w])", " ", written)
+        if single and support(rest, question, _text(set(found[0].units) | {unit}, texts)) < SUPPORTED:
+            return "extracted", span, unit, []  # what it adds to the span its passage lacks ("a renowned expert")
+        return "written", written, None, []
     if non_answer(written, question):  # the passage's strong span, else its best sentence
         if strong:
             return "extracted", best[1].text, best[2], []
-        return (*quoted(question, found, texts), []) if found else ("not-said", "", None, [])
+        return _quote_for(question, want, found, texts)
     if best is not None and (own or (strong and best[1].kind in SPECIFIC)):
         return "extracted", best[1].text, best[2], []  # a weaker span than the best, or none where one stands out
-    if found and "\n" not in written.strip() and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
-        return (*quoted(question, found, texts), [])  # the sentence strays from its passage
+    if _asks_value(want) and not spans.spans(written, want, question):
+        # a value or a person asked for, a sentence naming none of its kind written: the passage's strong span
+        return ("extracted", best[1].text, best[2], []) if strong else _quote_for(question, want, found, texts)
+    if found and single and support(written, question, _text(set(found[0].units), texts)) < SUPPORTED:
+        return _quote_for(question, want, found, texts)  # the sentence strays from its passage
     return "written", written, None, []
+
+
+def _candidates(want: spans.Want, question: str, sents: list[tuple[float, int]], texts: list[str]
+                ) -> list[tuple[float, spans.Span, int]]:
+    """(score, span, unit) of every span of the kinds `want` asks for in the units `sents` ((weight, unit)),
+    best first. An option heading its line is read with its description (the lines under it, `_described`),
+    weighed as the most of its own unit's and theirs: where a man page's description line is what the question
+    matches, the option it describes ("-w[EXT], --write-back[=EXT]" | "rewrite files in place"), not one of a
+    neighbouring line."""
+    if not want.typed:
+        return []
+    weight: dict[int, float] = {}
+    for w, u in sents:
+        weight[u] = max(w, weight.get(u, w))
+    out = []
+    for u, w in weight.items():
+        under = _described(texts, u) if "option" in want.kinds else []
+        after = "".join(texts[j] for j in under)
+        w = max([w] + [weight[j] for j in under if j in weight])
+        out += [(s.score + w, s, u) for s in spans.spans(texts[u], want, question, after)]
+    out.sort(key=lambda c: -c[0])
+    return out
+
+
+def _described(texts: list[str], u: int, lines: int = 3) -> list[int]:
+    """The units under unit `u` when its last line defines an option ("  -q, --hush, --mute"): the description
+    below it, up to `lines` units with text, ending at the next line defining an option, at a heading, or after
+    a blank line that follows text."""
+    last = [ln for ln in texts[u].split("\n") if ln.strip()][-1:]
+    if not last or not spans.option_led(last[0]):
+        return []
+    out: list[int] = []
+    n = 0
+    for j in range(u + 1, min(len(texts), u + 4 * lines)):
+        t = texts[j]
+        if t.strip():
+            first = t.strip().split("\n")[0]
+            if spans.option_led(t) or (first.isupper() and len(first.split()) <= 4) or n >= lines:
+                break
+            n += 1
+        out.append(j)
+        if n and t.endswith("\n\n"):
+            break
+    return out
+
+
+def _near(claim: str, span: str) -> bool:
+    """Whether `span` is what an answer's `claim` miscopied: it begins with it, cut at a mark ("7" of "7:45"),
+    or is at least NEAR alike."""
+    if span.startswith(claim) and len(span) > len(claim) and not span[len(claim)].isalnum():
+        return True
+    return len(claim) >= 4 and SequenceMatcher(None, claim, span).ratio() >= NEAR
+
+
+VALUE = ("number", "date", "time", "version")  # kinds a sentence answers only by naming one
+
+
+def _asks_value(want: spans.Want) -> bool:
+    """Whether a question asks for what a sentence answers only by naming it: a number, date, time or version
+    and nothing else ("How many ...", "When ...", "What is the notice period"; not "the default value", which may
+    be a word such as True), or a person ("Who designed ...?")."""
+    return bool(want.kinds) and (all(k in VALUE for k in want.kinds) or want.head == "owner")
+
+
+def _quote_for(question: str, want: spans.Want, found: list[retrieve.Found], texts: list[str]
+               ) -> tuple[str, str, int | None, list[str]]:
+    """The passage's best sentence, quoted (`quoted`) — unless the question asks for a value (a number, date,
+    time or version, or a person: `_asks_value`) and the sentence names none of its kind: then "not-said" (a
+    sentence beside the question is no answer to "What is the notice period?")."""
+    how, text, unit = quoted(question, found, texts)
+    if _asks_value(want):
+        lo, hi = sentence_units(texts, unit)
+        if not spans.spans("".join(texts[lo:hi + 1]), want, question):
+            return "not-said", "", None, []
+    return how, text, unit, []
+
+
+_BIND = (r"^[ \t]*#[ \t]*define[ \t]+{x}[ \t]+([^\s]+)[ \t]*(?:/[*/].*)?$",                     # #define X 16384
+         r"(?<![\w.]){x}[ \t]*:?=(?!=)[ \t]*([^\s;,]+)[ \t]*[;,]?[ \t]*(?:(?://|#|/\*|--).*)?$",    # X = 16384;
+         r"(?<![\w.]){x}[ \t]+(?:is[ \t]+)?(?:set|defaults?|defined)[ \t]+(?:to|as)[ \t]+([^\s,;]+?)[.,;]?(?:\s|$)")
+_VALUE_ASKED = re.compile(r"\bvalue of\b|\b(?:set|defaults?|defined|equal)\s+(?:to|as)\b|\bdefault\b")
+
+
+def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tuple[str, int] | None:
+    """(value, unit) when `question` asks for the value of a name it names ("What is the value of CHUNK?",
+    "What is CHUNK set to?") and the document binds that name to one value ("#define CHUNK 16384", "CHUNK =
+    16384;", "CHUNK is set to 16384"): looked for in every unit, not only the passages found (a name on every
+    line of an example ranks its definition no higher than the rest). Several values: the one in the passages
+    found, else none."""
+    if not _VALUE_ASKED.search(question.lower()):
+        return None
+    named = re.findall(r"\bvalue of (?:the )?`?([A-Za-z_][\w.]*)", question) + \
+        re.findall(r"\b(?:is|are|was) `?([A-Za-z_][\w.]*)`? (?:set|defined|equal|default)", question)
+    names = [n for n in dict.fromkeys(spans.mentions(question, "ident") + re.findall(r"`([^`\s]+)`", question)
+                                      + re.findall(r"\b[A-Z][A-Z0-9_]+\b", question) + named)
+             if len(n) >= 2 and n.lower() not in STOPWORDS]
+    units = {u for f in found for u in f.units}
+    for name in names:
+        rx = [re.compile(p.format(x=re.escape(name)), re.M) for p in _BIND]
+        got = []
+        for k, t in enumerate(texts):
+            if name not in t:
+                continue
+            for r in rx:
+                m = r.search(t)
+                if m:
+                    value = m.group(1).strip("\"'`")
+                    if value and value != name:
+                        got.append((value, k))
+                    break
+        values = list(dict.fromkeys(v for v, _ in got))
+        if len(values) == 1:
+            return got[0]
+        inside = [g for g in got if g[1] in units]
+        if inside:
+            return inside[0]
+    return None
 
 
 def _attached(written: str, span: str, other: str) -> bool:
@@ -234,6 +400,8 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
     `listed`) and what would be shown misses one of them: then those spans, one per passage in their rank. Else a
     non-answer gives way to the best sentence, an answer naming what the passages lack and no list, to "does not
     seem to say"."""
+    if not found:
+        return "not-said", "", None, honesty.unsupported(written, question, "")
     held = _text({u for f in found for u in f.units}, texts)
     written = completed(written, held)
     invented = honesty.unsupported(written, question, held)
@@ -242,7 +410,7 @@ def several(question: str, written: str, found: list[retrieve.Found], texts: lis
     if len(items) >= 2 and not all(spans.contains(kept or "", t) for t in items):
         return "extracted", ", ".join(items), None, []
     if non_answer(written, question):
-        return (*quoted(question, found, texts), []) if found else ("not-said", "", None, [])
+        return _quote_for(question, spans.wanted(question), found, texts)
     if not invented:
         return "written", written, None, []
     return ("written", kept, None, []) if kept else ("not-said", "", None, invented)
@@ -355,6 +523,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     if got is None:
         return None
     found, (d_src, seg, texts) = got
+    if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
+        found = _whole(d_src, seg, texts, question, engine)
     shown_as_evidence = found[:ev.MAX_PASSAGES]
     found = found if many else found[:retrieve.PASSAGES]
     shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
@@ -364,6 +534,13 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         how, short, unit, invented = several(question, written, shown, texts)
     else:
         how, short, unit, invented = decide(question, written, found, texts)
+    if unit is not None and not any(unit in f.units for f in shown_as_evidence):
+        # a span found outside the passages (a name's binding): its unit is the first evidence
+        pos = d_src[seg == unit]
+        if pos.numel():
+            own = retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit,
+                                 found[0].score if found else 1.0)
+            shown_as_evidence = [own] + shown_as_evidence[:ev.MAX_PASSAGES - 1]
     proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
     missing = absent(question, honesty.document_text(engine))
     if missing:  # the question asks about a version, option or identifier the document never names
@@ -386,6 +563,23 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+WHOLE = 2 * retrieve.WIDTH  # a document of at most this many tokens is its own passage when no unit matches
+
+
+def _whole(d_src, seg, texts: list[str], question: str, engine) -> list[retrieve.Found]:
+    """The whole document as one passage, when it is short (at most WHOLE tokens read) and no unit shares a word
+    with the question ("What is the answer?" — every word of it common — over "deep text: the answer is 42"):
+    its top unit the one sharing most of the question's words, common ones included; [] for a longer document
+    (nothing found is nothing to answer from)."""
+    if not d_src.numel() or engine.tokens_read > WHOLE or not any(t.strip() for t in texts):
+        return []
+    asked = set(words(question))
+    top = max((k for k, t in enumerate(texts) if t.strip()), key=lambda k: len(asked & set(words(texts[k]))))
+    units = [k for k in range(len(texts))]
+    start, stop = int(d_src.min()), int(d_src.max()) + 1
+    return [retrieve.Found(start, stop, units, top, 1.0, None, (start, stop))]
 
 
 def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from . import answering, honesty
 from . import evidence as ev
-from . import honesty
 
 
 @dataclass
@@ -72,7 +72,9 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
     is on and it names something outside the checked text (`scope`: "document" — everything read — or
     "context" — the text the answer was written from). A span or sentence of the document is shown as it is; an
     answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`.
-    `evidence`: the passages the answer was found in (answering.py), shown as they are."""
+    `evidence`: the passages the answer was found in (answering.py), shown as they are; None for an answer
+    written over the pot, which gets answering.py's checks here: an identifier it miscopied is written as the
+    text it was written from has it (answering.completed), and a non-answer (answering.non_answer) is withheld."""
     shown = guess if shown is None else shown
     ctx = ev.Context.of(engine)
     if ctx is None:
@@ -83,11 +85,17 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
     text = None
     if check and how == "written" and guess.strip():
         text = honesty.document_text(engine) if scope == "document" else None
+        written_from = ctx.text(engine.tok)
         if text is None:
-            text = ctx.text(engine.tok)
-        bad = honesty.unsupported(guess, question, text)
+            text = written_from
+        claimed = shown
+        if evidence is None:  # written over the pot, not checked against passages (answering.decide) before
+            claimed = shown = answering.completed(shown, written_from)  # an identifier miscopied, as its text has it
+            if answering.non_answer(shown, question):  # nothing beyond the question, or about the document
+                return Grounded(honesty.NOT_SAID, guess, passages, [], how="not-said")
+        bad = honesty.unsupported(claimed, question, text)
     if bad and how == "written" and text is not None:  # a list keeps its supported items (honesty.supported_items)
-        kept = honesty.supported_items(guess, question, text)
+        kept = honesty.supported_items(shown, question, text)
         if kept:
             return Grounded(kept, guess, passages, bad, how=how)
     if bad or how == "not-said":  # anything else naming what the document lacks is withheld whole
