@@ -1,5 +1,5 @@
 """`chat` with questions piped on stdin gives one line on stdout for every line in, so a script can pair them:
-an answer for a question, an empty line for an empty line, for a /command and for a failed question."""
+an answer for a question, an empty line for an empty line, for a /command, for a failed question and for /quit."""
 
 from __future__ import annotations
 
@@ -44,5 +44,6 @@ def test_json_lines_pair_too():
 
 
 def test_quit_ends_the_lines():
-    code, lines, _ = run("q1\n/quit\nq2\n")
-    assert code == 0 and lines == ["answer to q1 over two lines"]
+    code, lines, err = run("q1\n/quit\nq2\n")
+    assert code == 0 and lines == ["answer to q1 over two lines", ""]  # /quit's own line too
+    assert "infinipot: /quit on line 2: 1 more input line left unread" in err

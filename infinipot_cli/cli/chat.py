@@ -9,7 +9,10 @@ the questions are not known while reading); then a loop answers each question fr
   the prompt leaves (exit 130).
 - stdin is not a terminal: one line on stdout for every line on stdin, so a script can pair them: the answer
   to a question (its newlines made spaces), an empty line for an empty line, for a /command (its output goes
-  to stderr) and for a failed question (with one line on stderr); /quit ends; exit 1 if a question failed --
+  to stderr), for a failed question (with one line on stderr) and for /quit, which ends: the lines after it are
+  not read, and one line on stderr says how many were left. The exit code says whether every line was done: 1
+  if a question failed or a command could not do what it names (/save could not write); an unknown /command
+  names nothing to do, so it gets a warning on stderr and leaves the exit code alone --
   ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
 
 Session.ask (Engine.answer) undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
@@ -22,10 +25,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Callable, TextIO
+import time
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TextIO
 
 from ..errors import InfinipotError
 from ..units import fmt_bytes
@@ -40,6 +45,66 @@ Ask a question about what was read, or:
   /help        this help
   /quit        leave (or Ctrl-D)
 Ctrl-C stops the answer being written."""
+
+REST_WAIT_S = 1.0  # after /quit, how long the lines still coming on a pipe are counted (a writer may never close it)
+
+
+class UnknownCommand(InfinipotError):
+    """A line starting with "/" that names no command."""
+
+
+class FdLines:
+    """The lines of a file descriptor (piped stdin), read as they come, that can count what is left unread without
+    waiting on a writer that keeps the pipe open (:meth:`count_rest`). Bytes that are not UTF-8 are replaced."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._buf = b""
+        self._eof = False
+
+    def _fill(self) -> None:
+        data = os.read(self.fd, 1 << 16)
+        if data:
+            self._buf += data
+        else:
+            self._eof = True
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            cut = self._buf.find(b"\n")
+            if cut >= 0:
+                line, self._buf = self._buf[:cut + 1], self._buf[cut + 1:]
+                yield line.decode("utf-8", "replace")
+            elif self._eof:
+                if self._buf:
+                    line, self._buf = self._buf, b""
+                    yield line.decode("utf-8", "replace")
+                return
+            else:
+                self._fill()
+
+    def count_rest(self, wait_s: float | None = None) -> tuple[int, bool]:
+        """(lines not read, whether the input ended): what is buffered, then what arrives within `wait_s`
+        (default REST_WAIT_S)."""
+        deadline = time.monotonic() + (REST_WAIT_S if wait_s is None else wait_s)
+        while not self._eof:
+            left = deadline - time.monotonic()
+            try:
+                ready = left > 0 and select.select([self.fd], [], [], left)[0]
+            except (OSError, ValueError):  # a descriptor select cannot watch: read on (a regular file ends)
+                ready = True
+            if not ready:
+                break
+            self._fill()
+        n = self._buf.count(b"\n") + (1 if self._eof and self._buf and not self._buf.endswith(b"\n") else 0)
+        return n, self._eof
+
+
+def count_rest(lines: Iterable[str]) -> tuple[int, bool]:
+    """How many lines `lines` still holds (FdLines: without waiting long on an open pipe), and whether it ended."""
+    if isinstance(lines, FdLines):
+        return lines.count_rest()
+    return sum(1 for _ in lines), True
 
 
 class ChatSession:
@@ -80,7 +145,7 @@ class ChatSession:
         elif name == "/inspect":
             self.inspect(show)
         else:
-            raise InfinipotError(f"unknown command {name}; /help lists them")
+            raise UnknownCommand(f"unknown command {name}; /help lists them")
         show.flush()
         self.err.flush()
         return True
@@ -105,23 +170,29 @@ class ChatSession:
         render_inspect(info, Console(file=show, highlight=False, force_terminal=_isatty(show) or None))
 
     # ---- the two loops ------------------------------------------------------------------------------
-    def run_lines(self, lines) -> int:
+    def run_lines(self, lines: Iterable[str]) -> int:
         """Questions one per line (stdin not a terminal): one line on `out` for each line in, the answer or an
-        empty line (module docstring). Returns the exit code: 0, or 1 if a question failed."""
+        empty line (module docstring). Returns the exit code: 0, or 1 if a question or a command failed."""
         failed = False
-        for raw in lines:
+        lines = iter(lines) if not isinstance(lines, FdLines) else lines
+        for n, raw in enumerate(lines, 1):
             line = raw.strip()
             if not line:  # one line out for every line in: a blank line gets a blank line (or {"question": ""})
                 self._print_line({"question": "", "answer": ""}, "")
                 continue
             if line.startswith("/"):
                 try:
-                    if not self.command(line, show=self.err):
-                        break
+                    go_on = self.command(line, show=self.err)
+                except UnknownCommand as e:  # nothing was asked that could fail: the exit code stays
+                    self._warn(f"line {n}: {e}")
+                    go_on = True
                 except InfinipotError as e:
                     self._error(str(e))
-                    failed = True
+                    failed, go_on = True, True
                 self._print_line({"command": line}, "")  # its output went to stderr
+                if not go_on:
+                    self._left_unread(line, n, lines)
+                    break
                 continue
             try:
                 self._print_answer(line, self.answer(line))
@@ -154,6 +225,8 @@ class ChatSession:
                 try:
                     if not self.command(line, show=self.out):
                         return 0
+                except UnknownCommand as e:
+                    self._warn(str(e))
                 except InfinipotError as e:
                     self._error(str(e))
                 continue
@@ -197,12 +270,35 @@ class ChatSession:
         self.err.write(f"infinipot: error: {msg}\n")
         self.err.flush()
 
+    def _warn(self, msg: str) -> None:
+        self.err.write(f"infinipot: warning: {msg}\n")
+        self.err.flush()
+
+    def _left_unread(self, command: str, n: int, lines) -> None:
+        """After /quit on line `n`: one line on stderr saying how many input lines were left unread (none: no
+        line)."""
+        left, ended = count_rest(lines)
+        if left or not ended:
+            more = "" if ended else " (stdin is still open: not read further)"
+            self.err.write(f"infinipot: {command} on line {n}: {left} more input line{'' if left == 1 else 's'} "
+                           f"left unread{more}\n")
+            self.err.flush()
+
 
 def _isatty(stream) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def _lines_of(stdin) -> Iterable[str]:
+    """Piped questions: the lines of its file descriptor (FdLines; nothing has read the stream before the chat
+    loop) when it has one, else the stream's own lines (text handed in by a caller)."""
+    try:
+        return FdLines(stdin.fileno())
+    except (AttributeError, ValueError, OSError):
+        return stdin
 
 
 def _terminal_reader(out: TextIO, err: TextIO) -> Callable[[str], str]:
@@ -228,7 +324,7 @@ def run_chat(session: Session, o, stdin: TextIO | None = None, out: TextIO | Non
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     chat = ChatSession(session, max_new_tokens=o.max_new_tokens, out=out, err=err, json_out=o.json_out)
     if not _isatty(stdin):
-        return chat.run_lines(stdin)
+        return chat.run_lines(_lines_of(stdin))
     eng = session.engine
     what = ", ".join(os.path.basename(s) for s in session.sources) or (o.load_pot or "the pot")
     banner = "" if o.quiet else (f"Ask about {what} ({eng.tokens_read:,} tokens read, {len(eng.pot):,} kept). "
