@@ -364,14 +364,14 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
             if on_text is not None:
                 on_text(answer.text + "\n")
                 for line in answer.grounded.lines():
-                    display.message(line, style="dim")
+                    display.result(line, style="dim")
         elif job.kind == "summarize":
             answer = session.summarize(max_new_tokens=job.max_new_tokens, on_text=on_text, overview=job.overview)
             if on_text is not None:
                 on_text("\n")
                 for d in answer.summary.dropped:
-                    display.message(f"withheld from the overview (the document does not contain "
-                                    f"{', '.join(d['unsupported'][:3])}): {d['text']}", style="dim")
+                    display.result(f"withheld from the overview (the document does not contain "
+                                   f"{', '.join(d['unsupported'][:3])}): {d['text']}", style="dim")
     return Result(session=session, answer=answer, read_s=session.read_s, total_s=time.perf_counter() - t_start,
                   cache=cache.as_json() if cache is not None else off_json(job))
 
@@ -384,8 +384,8 @@ def _load_model(job: Job, display, checked: tuple | None):
 
     def told(message: str) -> None:  # what resolving the model says, e.g. that it converts it once
         display.message(message)
-        if message.startswith(("converting", "assembling")):
-            display.set_step("converting the model (once)")
+        if message.startswith(("converting", "assembling")):  # the live view's step; said once in plain mode
+            display.set_step("converting the model (once)", said=True)
 
     display.set_step("loading torch")
     configure()  # $INFINIPOT_THREADS, else torch's default capped (threads.py); torch loads only now
@@ -465,7 +465,8 @@ def _read_all(session: Session, opened: list, job: Job, display) -> None:
                 continue
             skip = prev.stopped_at
             session.records.remove(prev)
-            display.message(f"resuming {src.path} at token {skip}")
+            display.set_step(f"finding token {skip:,} of {src.name}, where the read stopped")  # the pot is loaded:
+            display.message(f"resuming {src.path} at token {skip:,}")  # no "loading the pot" line after this one
         display.set_source(f"{src.name}" + (f" ({i + 1}/{len(opened)})" if len(opened) > 1 else ""))
         progress = _Progress.of(opened, i)
         display.set_total(None, progress_fn=progress.fraction)  # the ETA, from how far into the sources

@@ -232,18 +232,20 @@ class Display:
     def set_source(self, label: str) -> None:
         self.source = label or ""
 
-    def set_step(self, text: str) -> None:
+    def set_step(self, text: str, said: bool = False) -> None:
         """What the run waits for before reading ("loading the model", "converting the model", ...): shown
-        after "starting…" in the live view; in plain mode, a line when it lasts PLAIN_PHASE_S."""
+        after "starting…" in the live view; in plain mode, a line when it lasts PLAIN_PHASE_S (not when a message
+        just `said` it: the step is then not told twice)."""
         self.step = text or ""
         timer, self._step_timer = self._step_timer, None
         if timer is not None:
             timer.cancel()
-        if self.mode == "plain" and self.step and self.phase == "starting":
+        if self.mode == "plain" and self.step and self.phase == "starting" and not said:
             import threading
 
-            line = f"{self._label()}{self.step}…"
-            self._step_timer = threading.Timer(PLAIN_PHASE_S, lambda: self.phase == "starting" and self._write(line))
+            line, step = f"{self._label()}{self.step}…", self.step
+            self._step_timer = threading.Timer(
+                PLAIN_PHASE_S, lambda: self.phase == "starting" and self.step == step and self._write(line))
             self._step_timer.daemon = True
             self._step_timer.start()
 
@@ -271,8 +273,22 @@ class Display:
         self.console.print(Text(text, style=st), soft_wrap=True)
 
     def warn(self, text: str) -> None:
-        """A warning: above the live view, and on stderr even in quiet mode (-q silences only the progress)."""
-        self.message(f"warning: {text}", style="warning", always=True)
+        """A warning: above the live view, and on stderr even in quiet mode (-q silences only the progress), as
+        "infinipot: warning: TEXT" like every other warning and error line."""
+        self.notice(f"warning: {text}", style="warning")
+
+    def notice(self, text: str, style: str = "") -> None:
+        """A line the user must see whatever the mode (a cached pot evicted, a warning): "infinipot: TEXT" on
+        stderr, above the live view, -q included."""
+        self.message(text if self.mode == "quiet" else f"infinipot: {text}", style=style, always=True)
+
+    def result(self, text: str, style: str = "") -> None:
+        """A line of the command's result on stderr (an answer's evidence): above the live view, shown as it is
+        in every mode, -q included (-q hides only the live display)."""
+        if self.mode == "quiet":
+            self._write(text)
+        else:
+            self.message(text, style=style)
 
     def on_event(self, ev) -> None:
         """Record an engine Event. O(1) except for copying kept_src on "distill"."""
