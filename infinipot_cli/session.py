@@ -265,10 +265,15 @@ class Job:
             raise UsageError("no input: give a SOURCE file, '-' for stdin, -i FILE, pipe text in, or --load-pot FILE")
         if self.sources.count("-") > 1:
             raise UsageError("stdin ('-') can be read only once")
+        from .runtime.catalogue import check_cache_dir
+
+        check_cache_dir()  # $INFINIPOT_CACHE a file or read-only: one line now, not an OSError after the read
         if self.save_pot:  # a folder, a device, a missing or read-only folder: say so before reading anything
             from .pot.potfile import check_save_target
+            from .scratch import remove_stale
 
-            check_save_target(self.save_pot, self.sources, self.force)
+            target = check_save_target(self.save_pot, self.sources, self.force)
+            remove_stale(target.parent if str(target.parent) else ".")  # what saves killed outright left there
 
     def reading_catalyst(self) -> Catalyst:
         """CaP-Q (the question) for ask, CaP-G (or --catalyst) otherwise."""

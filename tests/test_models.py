@@ -29,8 +29,9 @@ def runner():
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """An empty infinipot cache, Hugging Face cache and no Ollama store."""
+    """An empty infinipot cache (the default one, looked in too, as well), Hugging Face cache and no Ollama store."""
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path / "ipcache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
     return tmp_path

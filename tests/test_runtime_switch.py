@@ -110,6 +110,7 @@ def test_a_bad_value_is_one_line_and_exit_2(args, monkeypatch):
 
 def test_models_shows_the_runtime(tmp_path, monkeypatch):
     monkeypatch.setenv("INFINIPOT_CACHE", str(tmp_path / "ipcache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the default cache (looked in too) empty as well
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
     monkeypatch.delenv(switch.ENV, raising=False)

@@ -471,6 +471,9 @@ def models(json_out: bool = typer.Option(False, "--json", help="Print the list a
         from ..runtime.switch import decode_mode
 
         decode_mode()  # a bad $INFINIPOT_DECODE: one line, exit 2
+        from ..runtime.catalogue import check_cache_dir
+
+        check_cache_dir(write=compile_step)  # $INFINIPOT_CACHE a file (or read-only, to build into): exit 2
         if compile_step:
             _compile_step(model)
             return
@@ -519,9 +522,12 @@ def cache(
     4G, the least recently used pots dropped first; 0 turns it off)."""
     from ..pot.pot_cache import cache_command
 
-    with handle_errors():
+    with handle_errors(json_out):
+        from ..runtime.catalogue import check_cache_dir
+
         if clear and remove is not None:
             raise UsageError("give --clear or --remove KEY, not both")
+        check_cache_dir(write=clear or remove is not None)
         cache_command(clear, remove, json_out, sys.stdout)
 
 

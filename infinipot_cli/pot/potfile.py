@@ -19,9 +19,10 @@ The JSON metadata lives in the safetensors header, ``__metadata__ = {"infinipot"
 catches damaged or tampered data; ``fingerprint`` (config + vocabulary) and ``weights_probe`` (a few sampled
 weights) make sure a pot is only ever loaded into the model that made it.
 
-Writes are atomic: the file is written in a scratch folder beside the target (locked while the save runs),
-fsync'd, then ``os.replace``d over it; a failed or interrupted save leaves any previous pot untouched, and the
-scratch folder of a save killed outright is removed by the next save into that folder.
+Writes are atomic: the file is written in a scratch folder beside the target (scratch.py: locked while the save
+runs), fsync'd, then ``os.replace``d over it; a failed or interrupted save leaves any previous pot untouched, and
+the scratch folder of a save killed outright is removed by the next command that starts a save into that folder
+(``Job.check``, the pot cache's ``plan``) and by the next save itself.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ..runtime.compat import text_config
 from .engine import Engine
 from ..errors import InfinipotError, InputError, UsageError
 from ..runtime.loading import fingerprint
+from ..scratch import Scratch, remove_stale
 
 FORMAT_VERSION = 1
 META_KEY = "infinipot"
@@ -274,92 +275,9 @@ def partial_target(path: str | os.PathLike) -> Path:
 
 
 # ---- the save's scratch folder ------------------------------------------------------------------------------
-SCRATCH_MARK = ".infinipot-save-"
-STALE_AFTER_S = 60.0  # a scratch folder whose lock is free and is older than this was left by a killed save
-
-
-class _SaveScratch:
-    """A folder beside the pot for one save (".NAME.infinipot-save-PID-XXXX"), locked while the save runs: the
-    pot file and safetensors' own temporary file are written in it, so a save killed outright (kill -9, a power
-    cut) leaves one folder that the next save into the same folder recognises and removes
-    (remove_stale_saves); the existing pot is only ever replaced whole (os.replace)."""
-
-    def __init__(self, folder: Path, name: str):
-        self.dir = Path(tempfile.mkdtemp(prefix=f".{name[:100]}{SCRATCH_MARK}{os.getpid()}-", dir=folder))
-        self._lock = _lock(self.dir, block=True)
-
-    def remove(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.dir, ignore_errors=True)
-        if self._lock is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._lock)
-            self._lock = None
-
-
-def _lock(folder: Path, block: bool) -> int | None:
-    """An exclusive lock on `folder`'s lock file: its descriptor, or None when another process holds it (or
-    the platform has no flock; the owner's pid then decides). The lock dies with the process, kill -9 included."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
-        return None
-    try:
-        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def remove_stale_saves(folder: str | os.PathLike) -> list[str]:
-    """Remove the scratch folders that killed saves left in `folder` (their owner is gone: its pid is not
-    running, or its lock is free and the folder older than STALE_AFTER_S); returns their names. A save still
-    running keeps its lock and is left alone."""
-    import re
-    import shutil
-    import time
-
-    removed = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for e in entries:
-        m = re.fullmatch(r"\..+" + re.escape(SCRATCH_MARK) + r"(\d+)-\w+", e.name)
-        if not m or not e.is_dir(follow_symlinks=False):
-            continue
-        try:
-            age = time.time() - e.stat(follow_symlinks=False).st_mtime
-        except OSError:
-            continue
-        fd = _lock(Path(e.path), block=False)
-        if fd is None and _alive(int(m.group(1))):
-            continue  # locked by a running save (or no flock here and its process runs)
-        try:
-            if _alive(int(m.group(1))) and age < STALE_AFTER_S:
-                continue  # its process may not have taken its lock yet
-            shutil.rmtree(e.path, ignore_errors=True)
-            removed.append(e.name)
-        finally:
-            if fd is not None:
-                os.close(fd)
-    return removed
+# A save writes in a locked scratch folder beside the pot (scratch.py); a save killed outright leaves that folder,
+# which the next start of a save into the folder removes.
+remove_stale_saves = remove_stale  # the name tests/test_save_litter.py knows
 
 
 def _write_error(path: Path, e: BaseException) -> InfinipotError:
@@ -388,10 +306,10 @@ def save_pot(path: str | os.PathLike, engine: Engine, meta: dict | None = None, 
     tensors, info = _collect(engine, meta or {}, compact)
     header = {META_KEY: json.dumps(info, ensure_ascii=False)}
     mode = (path.stat().st_mode & 0o777) if path.exists() else (0o666 & ~_umask())
-    remove_stale_saves(folder)
+    remove_stale(folder)
     scratch = None
     try:
-        scratch = _SaveScratch(folder, path.name)
+        scratch = Scratch(folder, path.name)
         tmp = str(scratch.dir / path.name)
         save_file(tensors, tmp, metadata=header)  # safetensors writes its own temp file beside `tmp`, in scratch
         with open(tmp, "rb") as f:

@@ -54,17 +54,63 @@ OLLAMA_DEFAULT_HOST = "registry.ollama.ai"
 
 # ---- places ---------------------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    """Where converted models live: $INFINIPOT_CACHE, else $XDG_CACHE_HOME/infinipot, else ~/.cache/infinipot."""
-    env = os.environ.get("INFINIPOT_CACHE")
-    if env:
-        return Path(env).expanduser()
+CACHE_ENV = "INFINIPOT_CACHE"
+
+
+def default_cache_dir() -> Path:
+    """The cache folder when $INFINIPOT_CACHE is not set: $XDG_CACHE_HOME/infinipot, else ~/.cache/infinipot."""
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "infinipot"
 
 
+def cache_dir() -> Path:
+    """The cache folder in force, where converted models, compiled answer steps and cached pots are written:
+    $INFINIPOT_CACHE, else the default one."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else default_cache_dir()
+
+
+def cache_dirs() -> list[Path]:
+    """Where a converted model or a compiled answer step is looked for: the cache in force, then the default cache
+    when $INFINIPOT_CACHE names another folder (read only: what `make setup` built there is not lost, nor built
+    again, in a new cache folder). What is built is always written to the cache in force."""
+    here, default = cache_dir(), default_cache_dir()
+    try:
+        same = here.resolve() == default.resolve()
+    except OSError:
+        same = here == default
+    return [here] if same else [here, default]
+
+
+def check_cache_dir(write: bool = True) -> Path:
+    """The cache folder in force, checked before anything is opened or loaded: a UsageError naming
+    $INFINIPOT_CACHE when it is a file (or lies under one) or, with `write`, a folder that cannot be written. A
+    folder not there yet is fine where its nearest existing parent is a folder it can be created in."""
+    from ..errors import UsageError
+
+    path = cache_dir()
+    env = os.environ.get(CACHE_ENV)
+    named = f"{CACHE_ENV}={env}" if env else f"the cache folder {path}"
+    fix = f"point {CACHE_ENV} at a folder you can write to" if env else f"set {CACHE_ENV} to a folder you can write to"
+    here = Path(os.path.abspath(path))
+    while not os.path.lexists(here) and here.parent != here:
+        here = here.parent
+    if not here.is_dir():
+        where = "" if here == Path(os.path.abspath(path)) else f" ({here} is)"
+        raise UsageError(f"{named} is a file, not a folder{where}: {fix} (it is created if missing)")
+    if write and not os.access(here, os.W_OK | os.X_OK):
+        where = "" if here == Path(os.path.abspath(path)) else f" ({here}, where it would be created, is)"
+        raise UsageError(f"{named} is read-only{where}: {fix}")
+    return path
+
+
 def converted_dir() -> Path:
     return cache_dir() / "models"
+
+
+def converted_dirs() -> list[Path]:
+    """Where converted models are looked for (cache_dirs): the cache in force first."""
+    return [d / "models" for d in cache_dirs()]
 
 
 def hf_hub_dir() -> Path:
@@ -230,11 +276,11 @@ def gguf_folder_name(path: Path) -> str:
 def converted_for(path: Path, identity: str | None = None) -> Path | None:
     """The finished conversion of this GGUF file (under any file name: a copy, an Ollama blob), if any."""
     identity = identity or gguf_identity(path)
-    root = converted_dir()
-    for folder in [root / gguf_folder_name(path)] + sorted(root.glob(f"*-{identity}")):
-        m = _marker(folder)
-        if m is not None and m.get("identity") == identity and m.get("format") == CONVERTED_FORMAT:
-            return folder
+    for root in converted_dirs():
+        for folder in [root / gguf_folder_name(path)] + sorted(root.glob(f"*-{identity}")):
+            m = _marker(folder)
+            if m is not None and m.get("identity") == identity and m.get("format") == CONVERTED_FORMAT:
+                return folder
     return None
 
 
@@ -450,6 +496,16 @@ def _marker(folder: Path) -> dict | None:
         return None
 
 
+def find_converted(name: str, identity: str | None = None) -> Path | None:
+    """The finished conversion (of the current format; of that file when `identity` is given) in the folder
+    `name` of the converted models, in the cache in force or else the default one (cache_dirs); None if none."""
+    for root in converted_dirs():
+        m = _marker(root / name)
+        if m is not None and m.get("format") == CONVERTED_FORMAT and (identity is None or m.get("identity") == identity):
+            return root / name
+    return None
+
+
 def packaged_gguf(p: Packaged) -> Path | None:
     """The GGUF file of an installed single-file package (the built-in model), located without importing it."""
     import importlib.util
@@ -466,8 +522,8 @@ def list_packaged() -> list[ModelEntry]:
     out = []
     for p in PACKAGED:
         source = "builtin" if p is BUILTIN else "package"
-        folder = converted_dir() / p.folder
-        if _marker(folder) is not None:
+        folder = find_converted(p.folder)
+        if folder is not None:
             e = folder_entry(source, p.name, p.name, folder)
             if e is not None:
                 out.append(e)
@@ -498,14 +554,13 @@ def list_packaged() -> list[ModelEntry]:
 
 def list_converted() -> list[ModelEntry]:
     """GGUF files infinipot has converted (the packaged models are listed by list_packaged)."""
-    root = converted_dir()
-    if not root.is_dir():
-        return []
     skip = {p.folder for p in PACKAGED}
     out = []
-    for folder in sorted(root.iterdir()):
+    folders = [f for root in converted_dirs() if root.is_dir() for f in sorted(root.iterdir())]
+    for folder in folders:
         if folder.name in skip or folder.name.startswith(".") or not folder.is_dir():
             continue
+        skip.add(folder.name)  # the cache in force first: the same conversion in the default cache is not listed
         m = _marker(folder)
         if m is None:
             continue
@@ -622,7 +677,7 @@ def models_command(json_out: bool, stream) -> None:
     from .switch import describe, describe_line
 
     entries = discover()
-    runtime = describe(cache_dir() / "compiled")
+    runtime = describe([d / "compiled" for d in cache_dirs()])
     if json_out:
         stream.write(json.dumps({"models": [e.as_json() for e in entries], "cache": str(cache_dir()),
                                  "huggingface_cache": str(hf_hub_dir()),
@@ -633,4 +688,4 @@ def models_command(json_out: bool, stream) -> None:
 
     console = Console(file=stream, highlight=False, width=200 if not stream.isatty() else None)
     render_text(entries, console)
-    console.print(describe_line(runtime))
+    console.print(describe_line(runtime), soft_wrap=True)  # paths whole, never cut across lines

@@ -17,9 +17,10 @@ token is one library call per layer.
 Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 3 layers are covered; Gemma 2 (soft-capped attention logits, a tanh)
 decodes eagerly. The weights are a library's inputs, not copied into it, so it serves every layer of its structure
 (shapes, quantization, norms) and every model with such layers; a model whose GGUF quantizes some layers
-differently has a library per structure (Gemma 3 270M: two). They are kept under the cache directory
+differently has a library per structure (Gemma 3 270M: two). They are built under the cache directory in force
 (``compiled/``), named by a hash of the structure, the code version and the torch version, beside the exact
-operations' library; building needs a C++ compiler and ~15 s a structure, plus the attention kernels' check
+operations' library, and looked for there and then in the default cache (a new $INFINIPOT_CACHE keeps using
+what ``make setup`` built); building needs a C++ compiler and ~15 s a structure, plus the attention kernels' check
 (``infinipot models --compile``, which ``make setup`` runs for the built-in model). A model without its libraries,
 or where loading fails, decodes eagerly. CPU only: on a GPU the eager step runs (a CUDA build awaits a GPU).
 """
@@ -40,9 +41,18 @@ _EXAMPLE_CAPACITY = 256  # the example cache buffer's rows when exporting (the c
 
 
 def folder() -> Path:
+    """Where libraries are built: the cache in force's `compiled` folder."""
     from .catalogue import cache_dir
 
     return cache_dir() / "compiled"
+
+
+def folders() -> list[Path]:
+    """Where built libraries are looked for: the cache in force's, then the default cache's when $INFINIPOT_CACHE
+    names another folder (catalogue.cache_dirs: a new cache folder does not lose what `make setup` built)."""
+    from .catalogue import cache_dirs
+
+    return [d / "compiled" for d in cache_dirs()]
 
 
 def supported(step) -> bool:
@@ -74,9 +84,23 @@ def key(step) -> str:
     return hashlib.sha256(" ".join(layer_keys(step)).encode()).hexdigest()[:20]
 
 
-def library_paths(step, keys: list[str] | None = None) -> dict[str, Path]:
-    """The step's layer libraries by name, one per distinct layer structure (`keys`: its layer_keys)."""
-    return {k: folder() / f"decode-step-{k}.so" for k in dict.fromkeys(keys or layer_keys(step))}
+def library_paths(step, keys: list[str] | None = None, where: Path | None = None) -> dict[str, Path]:
+    """The step's layer libraries by name, one per distinct layer structure (`keys`: its layer_keys), in `where`
+    (default: folder(), where they are built)."""
+    where = where or folder()
+    return {k: where / f"decode-step-{k}.so" for k in dict.fromkeys(keys or layer_keys(step))}
+
+
+def built_in(step) -> Path | None:
+    """The folder (of folders()) that holds every library of `step` and the exact operations', or None."""
+    from . import exact_ops
+
+    keys = layer_keys(step)
+    for where in folders():
+        if all(p.is_file() for p in library_paths(step, keys, where).values()) and \
+                exact_ops.library_path(where).is_file():
+            return where
+    return None
 
 
 class _Graph(torch.nn.Module):
@@ -194,16 +218,16 @@ def load(step) -> Compiled | None:
     None otherwise (the eager step)."""
     if step.embed.weight.device.type != "cpu" or not supported(step):
         return None
-    keys = layer_keys(step)
-    paths = library_paths(step, keys)
-    if not all(p.is_file() for p in paths.values()):
+    where = built_in(step)  # the cache in force, else the default cache
+    if where is None:
         return None
     from . import exact_ops
 
-    if not exact_ops.load(folder()):
+    keys = layer_keys(step)
+    if not exact_ops.load(where):
         return None
-    exact_ops.enable_attention(folder(), step.hkv, step.hq // step.hkv, step.d)
+    exact_ops.enable_attention(where, step.hkv, step.hq // step.hkv, step.d)
     try:
-        return Compiled(paths, keys)
+        return Compiled(library_paths(step, keys, where), keys)
     except Exception:  # noqa: BLE001 - a library this torch cannot load: decode eagerly
         return None

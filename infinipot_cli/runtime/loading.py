@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -89,8 +88,13 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from ..scratch import Scratch, remove_stale
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=out.parent))
+    remove_stale(out.parent)  # what conversions killed outright left (each ~0.5 GB for the built-in model)
+    scratch = Scratch(out.parent, out.name)  # locked while converting; the folder moves into place whole
+    tmp = scratch.dir / "model"
+    tmp.mkdir()
     try:
         with warnings.catch_warnings(), _no_gguf_progress_bar():
             warnings.simplefilter("ignore")
@@ -123,20 +127,15 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict | None = None) -> None:
             shutil.rmtree(out)
         os.replace(tmp, out)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        scratch.remove()
 
 
 def builtin_model_path(progress=None) -> Path:
     """The converted built-in model folder, converting it on first use."""
-    out = cache_dir() / "models" / "SmolLM2-135M-Instruct"
-    marker = out / "infinipot.json"
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text()).get("format") == CONVERTED_FORMAT:
-                return out
-        except (OSError, ValueError):
-            pass
+    done = found.find_converted(found.BUILTIN.folder)  # in the cache in force, else the default cache
+    if done is not None:
+        return done
+    out = found.converted_dir() / found.BUILTIN.folder
     gguf = builtin_gguf_path()
     if progress:
         progress(f"converting the built-in model once into {out} (about 30 s)…")
@@ -147,15 +146,6 @@ def builtin_model_path(progress=None) -> Path:
     except Exception as e:  # noqa: BLE001 - one clear line for the user
         raise ModelError(f"could not convert the built-in model ({type(e).__name__}: {e})") from e
     return out
-
-
-def _converted(out: Path, identity: str | None = None) -> bool:
-    """Whether `out` holds a finished conversion of the current format (and of that file, if given)."""
-    try:
-        m = json.loads((out / "infinipot.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return m.get("format") == CONVERTED_FORMAT and (identity is None or m.get("identity") == identity)
 
 
 def gguf_model_path(gguf: Path, progress=None, meta: dict | None = None) -> Path:
@@ -193,16 +183,21 @@ def packaged_model_path(p: "found.Packaged", progress=None) -> Path:
     """A model shipped in PyPI part packages (Gemma 3 270M): assemble its GGUF, check it, convert it once."""
     if p is found.BUILTIN:
         return builtin_model_path(progress)
+    done = found.find_converted(p.folder)
+    if done is not None:
+        return done
     out = found.converted_dir() / p.folder
-    if _converted(out):
-        return out
     if not found.package_installed(p):
         raise ModelError(f"model {p.name!r} is not installed: {p.install}")
     import importlib
 
     pkg = importlib.import_module(p.module)
+    from ..scratch import Scratch, remove_stale
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=".assemble-", dir=out.parent))
+    remove_stale(out.parent)
+    scratch = Scratch(out.parent, f"{out.name}.assemble")
+    tmp_dir = scratch.dir
     try:
         if progress:
             progress(f"assembling {pkg.MODEL_NAME} from its packages and converting it once into {out} (a minute or two)…")
@@ -216,7 +211,7 @@ def packaged_model_path(p: "found.Packaged", progress=None) -> Path:
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"could not convert {p.name} ({type(e).__name__}: {e})") from e
     finally:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        scratch.remove()
     return out
 
 

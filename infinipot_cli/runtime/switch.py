@@ -35,27 +35,42 @@ def decode_mode() -> str:
     return mode
 
 
-def describe(cache: "os.PathLike") -> dict:
+def describe(caches) -> dict:
     """What `infinipot models` shows of the runtime, without loading torch: the mode, and per piece whether the
     mode lets it run and what it needs is here. ``compiled_step`` / ``exact_ops``: a compiled layer library / the
-    exact operations' library is built in the cache (``models --compile``; whether it fits a given model and this
-    torch is known only when the model loads; `cache`: the folder of compiled libraries); ``q4``: converted GGUF matrices in 4 bits (bf16 on the CPU);
+    exact operations' library is built in one of `caches` (the folders of compiled libraries looked in, the cache
+    in force's first: compiled_step.folders), ``compiled_in`` the folder holding them (None: none; whether they fit
+    a given model and this torch is known only when the model loads) and ``compiled_for`` the cache in force's
+    folder, where ``models --compile`` builds; ``q4``: converted GGUF matrices in 4 bits (bf16 on the CPU);
     ``graphed``: CUDA graphs unless INFINIPOT_CUDA_GRAPHS=0 (used on CUDA only)."""
     from pathlib import Path
 
+    folders = [Path(c) for c in ([caches] if isinstance(caches, (str, os.PathLike)) else caches)]
     mode = decode_mode()
-    folder = Path(cache)
     fast = mode == "compiled"
-    built = lambda pattern: folder.is_dir() and any(folder.glob(pattern))  # noqa: E731
+    holding = next((f for f in folders if f.is_dir() and any(f.glob("decode-step-*.so"))
+                    and any(f.glob("exact-ops-*.so"))), None)
+    built = lambda pattern: any(f.is_dir() and any(f.glob(pattern)) for f in folders)  # noqa: E731
     return {"decode": mode, "env": ENV, "decode_step": mode != "hf",
             "compiled_step": fast and built("decode-step-*.so"), "exact_ops": fast and built("exact-ops-*.so"),
+            "compiled_in": str(holding) if fast and holding else None, "compiled_for": str(folders[0]),
             "q4": mode != "hf", "graphed": fast and os.environ.get("INFINIPOT_CUDA_GRAPHS", "1") != "0"}
 
 
 def describe_line(info: dict) -> str:
-    """One line for `infinipot models`' listing."""
+    """One line for `infinipot models`' listing: what answers run on, and, under the default mode, where the
+    compiled step was found or that it is not built (and how to build it)."""
     on = [name for name, key in (("decode step", "decode_step"), ("compiled step", "compiled_step"),
                                  ("exact ops", "exact_ops"), ("4-bit matrices", "q4"), ("CUDA graphs on a GPU", "graphed"))
           if info[key]]
     what = ", ".join(on) if on else "transformers' forward only"
-    return f"answer runtime: {ENV}={info['decode']} ({what}; hf, eager or compiled)"
+    line = f"answer runtime: {ENV}={info['decode']} ({what}; hf, eager or compiled)"
+    if info["decode"] != "compiled":
+        return line
+    where, home = info.get("compiled_in"), info.get("compiled_for")
+    if where is None:
+        return (f"{line}\nno compiled answer step is built in {home}: answers use the eager step (~1.7x slower); "
+                "`infinipot models --compile` builds it (once, ~30 s)")
+    if where != home:
+        return f"{line}\ncompiled answer step: {where} (the default cache; {home} has none)"
+    return f"{line}\ncompiled answer step: {where}"
