@@ -303,8 +303,10 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
 
     job.check()
     cache = PotCache.plan(job)  # None: this command neither looks up nor stores; stdin from a file is hashed now
-    # every source opened and a pot file checked (its data against its checksum) before the model loads
-    opened = [open_source(p, job.format, notice=job.notice) for p in job.sources]
+    # every source opened and a pot file checked (its data against its checksum) before the model loads; a pipe
+    # is kept on disk first where the cache is used, so that its hash is known before it is read
+    spool = cache.spool_folder() if cache is not None else None
+    opened = [open_source(p, job.format, notice=job.notice, spool=spool) for p in job.sources]
     checked = None
     if job.load_pot:
         from .pot.potfile import check_pot
@@ -353,6 +355,9 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
         try:
             if not hit:
                 _read_all(session, opened, job, display)
+            else:
+                for src in opened:  # not read: a pipe kept on disk goes now
+                    src.close()
         except KeyboardInterrupt:
             if job.save_pot:
                 save_partial()

@@ -23,16 +23,17 @@ from .text import TextSource, read_block, read_head
 
 
 WAIT_NOTICE_S = 0.5  # a pipe or terminal silent this long gets a line saying what we wait for
+SPOOL_NOTICE_S = 3.0  # a pipe still being kept on disk after this long gets a line saying why nothing is read yet
 
 
 @contextlib.contextmanager
-def _say_if_waiting(notice: Callable[[str], None] | None, text: str) -> Iterator[None]:
-    """Call notice(text) if the block is still waiting after WAIT_NOTICE_S (a FIFO with no writer yet, a
+def _say_if_waiting(notice: Callable[[str], None] | None, text: str, after: float = WAIT_NOTICE_S) -> Iterator[None]:
+    """Call notice(text) if the block is still waiting after `after` seconds (a FIFO with no writer yet, a
     terminal nobody types into); a prompt answer prints nothing."""
     if notice is None:
         yield
         return
-    timer = threading.Timer(WAIT_NOTICE_S, notice, args=(text,))
+    timer = threading.Timer(after, notice, args=(text,))
     timer.daemon = True
     timer.start()
     try:
@@ -42,7 +43,7 @@ def _say_if_waiting(notice: Callable[[str], None] | None, text: str) -> Iterator
 
 
 def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
-                notice: Callable[[str], None] | None = None) -> Source:
+                notice: Callable[[str], None] | None = None, spool: str | os.PathLike | None = None) -> Source:
     """Open a document for reading.
 
     Args:
@@ -52,6 +53,9 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         stdin: the binary stream ``"-"`` reads (default ``sys.stdin.buffer``).
         notice: called with one line when opening waits (a FIFO with no writer, stdin on a terminal) or unpacks
             a large EPUB (documents/ziplimits.py).
+        spool: a folder where a stream (a pipe on stdin, a FIFO, ``<(command)``) is first kept whole, in a file
+            with no name that goes with it, while it is hashed: the source then has its content hash before it
+            is read (the pot cache looks it up) and reads like a file. None: a text stream is read as it comes.
 
     Raises:
         InputError: missing file, a directory, permission denied, empty/binary/corrupt/encrypted input…
@@ -66,8 +70,7 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
             on_tty = stream.isatty()
         wait = "reading the document from the terminal: type or paste it, then Ctrl-D" if on_tty else \
             "waiting for text on stdin…"
-        with _say_if_waiting(notice, wait):
-            return _open_stream(path, stream, fmt, close=False, notice=notice)
+        return _open_stream(path, stream, fmt, close=False, notice=notice, wait=wait, spool=spool)
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
@@ -75,7 +78,9 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         if not stat.S_ISREG(st.st_mode):  # a pipe or device, e.g. a FIFO, <(command) or /dev/stdin: like stdin
             what = "a writer on the named pipe" if stat.S_ISFIFO(st.st_mode) else "input"
             with _say_if_waiting(notice, f"waiting for {what} {path}… (Ctrl-C to stop)"):
-                return _open_stream(path, open(path, "rb"), fmt, close=True, notice=notice)
+                stream = open(path, "rb")  # a FIFO's open waits for its writer, then its first block
+                head = _head(path, stream, close=True)
+            return _open_stream(path, stream, fmt, close=True, notice=notice, spool=spool, head=head)
         f = open(path, "rb")
     except InputError:
         raise
@@ -114,14 +119,73 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
     return EpubSource(path, f, st.st_size, hash_file=path, notice=notice)
 
 
-def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
-                 notice: Callable[[str], None] | None = None) -> Source:
-    """Open a non-seekable stream: text is streamed; HTML is read whole; PDF/EPUB are spooled to a temp file."""
-    name = display_name(path)
+def _regular(stream: IO[bytes]) -> bool:
+    """Whether a stream reads a regular file (stdin redirected from one: hashed in place, pot_cache.stdin_digest)."""
     try:
-        head = read_head(stream)
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, ValueError, OSError):
+        return False  # no file behind it (text handed in by a caller): like a pipe
+
+
+def _spool(stream: IO[bytes], head: bytes, folder: str | os.PathLike | None, name: str,
+           notice: Callable[[str], None] | None = None) -> tuple[IO[bytes], str, int]:
+    """Copy a stream whole into a temporary file in `folder` (the system's when None), hashing it on the way, in
+    blocks (flat memory): (the file at its start, sha256, size). The file has no name where the system allows
+    (Linux: O_TMPFILE) and goes when it is closed, also when the process is killed."""
+    hasher = hashlib.sha256(head)
+    size = len(head)
+    where = f" in {folder}" if folder is not None else ""
+    hint = "; --no-cache reads it as it comes" if folder is not None else ""
+    try:
+        spool = tempfile.TemporaryFile(prefix=".infinipot-stdin-", suffix=".spool", dir=folder)
     except OSError as e:
-        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+        raise InputError(f"{name}: cannot keep it on disk{where} ({e.strerror or e}){hint}") from None
+    try:
+        text = (f"{name}: keeping it on disk as it comes ({folder}), to look it up in the pot cache before reading "
+                "it (--no-cache reads it as it comes)")
+        with _say_if_waiting(notice if folder is not None else None, text, after=SPOOL_NOTICE_S):
+            spool.write(head)
+            while True:
+                try:
+                    block = read_block(stream, 1024 * 1024)
+                except OSError as e:  # the pipe's error, not the disk's
+                    raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+                if not block:
+                    break
+                spool.write(block)
+                hasher.update(block)
+                size += len(block)
+        spool.flush()
+        spool.seek(0)
+    except OSError as e:
+        spool.close()
+        raise InputError(f"{name}: cannot keep it on disk{where} ({e.strerror or e}){hint}") from None
+    except BaseException:
+        spool.close()
+        raise
+    return spool, hasher.hexdigest(), size
+
+
+def _head(path: str, stream: IO[bytes], close: bool) -> bytes:
+    """A stream's first block (to sniff its format), or InputError (the stream closed when it is ours)."""
+    try:
+        return read_head(stream)
+    except OSError as e:
+        if close:
+            stream.close()
+        raise InputError(f"{display_name(path)}: cannot read ({e.strerror or e})") from None
+
+
+def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
+                 notice: Callable[[str], None] | None = None, wait: str = "",
+                 spool: str | os.PathLike | None = None, head: bytes | None = None) -> Source:
+    """Open a non-seekable stream: text is streamed; HTML is read whole; PDF/EPUB are spooled to a temp file. With
+    `spool` (a folder), any stream but a regular file is first kept whole in a temporary file there, its hash
+    known before it is read (the pot cache looks a pipe up as it does a file)."""
+    name = display_name(path)
+    if head is None:
+        with _say_if_waiting(notice if wait else None, wait):
+            head = _head(path, stream, close)
     if not head or not_a_document(head, name):
         if close:
             stream.close()
@@ -129,33 +193,31 @@ def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
     kind = fmt
     if kind == "auto":
         kind = format_from_magic(head) or (format_from_extension(path) if path != "-" else None) or "text"
-    if kind == "text":
+    if kind == "text" and (spool is None or _regular(stream)):
         return TextSource(path, stream, head, None, close_stream=close)
-    hasher = hashlib.sha256(head)
-    size = len(head)
     try:
-        if kind == "html":
+        if kind == "html" and spool is None:
+            hasher = hashlib.sha256(head)
             parts = [head]
             while block := read_block(stream):
                 parts.append(block)
                 hasher.update(block)
             return HtmlSource(path, b"".join(parts), content_hash=hasher.hexdigest())
-        spool = tempfile.TemporaryFile(prefix="infinipot-", suffix=f".{kind}")
-        try:
-            spool.write(head)
-            while block := read_block(stream, 1024 * 1024):
-                spool.write(block)
-                hasher.update(block)
-                size += len(block)
-            spool.seek(0)
-        except BaseException:
-            spool.close()
-            raise
+        f, digest, size = _spool(stream, head, spool, name, notice)
     except OSError as e:
         raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
     finally:
         if close:
             stream.close()
+    if kind == "text":
+        f.seek(len(head))
+        return TextSource(path, f, head, size, content_hash=digest)
+    if kind == "html":
+        try:
+            data = f.read()
+        finally:
+            f.close()
+        return HtmlSource(path, data, content_hash=digest)
     if kind == "pdf":
-        return PdfSource(path, spool, size, content_hash=hasher.hexdigest())
-    return EpubSource(path, spool, size, content_hash=hasher.hexdigest(), notice=notice)
+        return PdfSource(path, f, size, content_hash=digest)
+    return EpubSource(path, f, size, content_hash=digest, notice=notice)

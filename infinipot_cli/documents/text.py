@@ -78,6 +78,7 @@ class TextSource(Source):
         size_bytes: int | None = None,
         *,
         hash_file: str | None = None,
+        content_hash: str | None = None,
         close_stream: bool = True,
     ) -> None:
         super().__init__(path, size_bytes)
@@ -85,6 +86,7 @@ class TextSource(Source):
         self._close_stream = close_stream
         self._head = head
         self._hash_file = hash_file
+        self._hash = content_hash  # known before reading (a stream kept on disk first), else once read
         name = display_name(path)
         if not head:
             self.close()

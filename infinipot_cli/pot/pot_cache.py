@@ -17,13 +17,15 @@ pot of the document (any read key): its answer is the one the pot it was read wi
 written from the pot's KV, so it uses only a pot read as `summarize` reads (general catalyst, its spread). The
 measurements behind this choice: docs/pot-cache.md.
 
-Stdin: a pipe's bytes are known only once read, so a pipe is read every time; its pot is stored (under the hash of
-what was read) and a later run on a file with the same bytes finds it. Stdin redirected from a file (`< book.txt`)
-is hashed before reading, like a file, and found.
+Stdin: a pipe (or a FIFO, `<(command)`) is kept whole on disk first, in a file with no name in the cache folder,
+hashed on the way (flat memory; documents/opener.py), so it is looked up and found as a file with the same bytes
+is; the file goes once the command is done with it. Stdin redirected from a file (`< book.txt`) is hashed in place
+before reading.
 
-The cache's size is bounded (`INFINIPOT_CACHE_BUDGET`, default 4 GiB; 0 turns the cache off): after a store, the
-least recently used entries go first. An entry's metadata repeats its key; an entry that does not load, or whose
-key or source hashes do not match, is dropped (one line on stderr) and the document read again.
+The cache's size is bounded (`INFINIPOT_CACHE_BUDGET`, default 4 GiB; 0 turns the cache off): storing a pot drops
+just enough of the least recently used entries to fit, and says which on stderr; a pot larger than the whole
+budget is not stored, and the other entries stay. An entry's metadata repeats its key; an entry that does not
+load, or whose key or source hashes do not match, is dropped (one line on stderr) and the document read again.
 """
 
 from __future__ import annotations
@@ -188,9 +190,13 @@ def _unlink(path: Path) -> bool:
 
 def remove(key: str | None = None) -> list[Entry]:
     """Drop the entry whose key starts with `key` (a UsageError when none or several do), or every entry when
-    `key` is None (and any temp file a killed save left); returns the entries removed."""
+    `key` is None (and what killed saves left: their scratch folders, older temp files); returns the entries
+    removed."""
+    from ..scratch import remove_stale
+
     found = entries()
     if key is None:
+        remove_stale(folder())
         with contextlib.suppress(OSError):
             for tmp in folder().glob(".*.tmp"):
                 _unlink(tmp)
@@ -204,21 +210,26 @@ def remove(key: str | None = None) -> list[Entry]:
 
 
 def evict(limit: int, keep: Path | None = None) -> list[Entry]:
-    """Drop the least recently used entries until the cache fits `limit` bytes (`keep` last of all); returns
-    the entries dropped."""
-    with contextlib.suppress(OSError):  # temp files a killed save left behind (a save takes seconds, not hours)
+    """Drop the least recently used entries, oldest first, just until the cache fits `limit` bytes; `keep` (the
+    entry just stored) is never dropped. Returns the entries dropped, with their metadata (read before they go:
+    what they held can be named)."""
+    from .potfile import read_meta
+
+    with contextlib.suppress(OSError):  # temp files of older versions' killed saves (a save takes seconds)
         for tmp in folder().glob(".*.tmp"):
             with contextlib.suppress(OSError):
                 if time.time() - tmp.stat().st_mtime > 3600:
                     tmp.unlink()
     found = [e for e in map(_stat_entry, folder().glob("*.pot")) if e]
     total = sum(e.size for e in found)
-    found.sort(key=lambda e: e.used)
-    order = [e for e in found if e.path != keep] + [e for e in found if e.path == keep]
     dropped = []
-    for e in order:
+    for e in sorted((e for e in found if e.path != keep), key=lambda e: e.used):
         if total <= limit:
             break
+        try:
+            e.meta = read_meta(e.path)
+        except InfinipotError:
+            e.meta = None
         try:
             if _unlink(e.path):
                 dropped.append(e)
@@ -226,6 +237,16 @@ def evict(limit: int, keep: Path | None = None) -> list[Entry]:
             continue
         total -= e.size
     return dropped
+
+
+def _named(found: list[Entry], most: int = 3) -> str:
+    """What entries held, for a message: "book.txt, stdin, notes.pdf and 2 more"."""
+    names = []
+    for e in found:
+        srcs = [s.get("path") for s in (e.meta or {}).get("sources", [])]
+        names.append(" + ".join("stdin" if p == "-" else os.path.basename(p or "?") for p in srcs) or "a damaged pot")
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 # ---- one command's use of the cache -------------------------------------------------------------------------
@@ -237,6 +258,7 @@ class PotCache:
         self.job = job
         self.stdin_hash = stdin_hash
         self.hit: Entry | None = None
+        self.age_s: float | None = None   # a hit's age when it was found: what stderr says and --json reports
         self.key: str | None = None
         self.stored = False
         self.why: str | None = None       # why a read was not stored
@@ -251,7 +273,21 @@ class PotCache:
             return None
         if budget() <= 0:
             return None
+        from ..scratch import remove_stale
+
+        remove_stale(folder())  # scratch folders of saves killed outright (each the size of a pot)
         return cls(job, stdin_digest() if "-" in job.sources else None)
+
+    def spool_folder(self) -> Path | None:
+        """Where a piped source is kept on disk before it is read (its hash looked up first): the cache folder,
+        on disk beside the pots (the system's temp folder may be memory); None when it cannot be made (the pipe
+        is then read as it comes, and not looked up)."""
+        where = folder()
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return None
+        return where
 
     # ---- keys ---------------------------------------------------------------------------------------------
     def _hashes(self, opened: list) -> list[str | None]:
@@ -289,7 +325,7 @@ class PotCache:
         self._states = [_file_state(s.path) for s in opened]  # before hashing: a change from now on is seen
         hashes = self._hashes(opened)
         if any(h is None for h in hashes):
-            self.why = "a pipe: its bytes are known only once read"
+            self.why = "a pipe that could not be kept on disk first: its bytes are known only once read"
             return None
         self._doc = self._document(lm, opened, hashes)
         doc_key, self.key = self._key(self._doc, self._read_tag())
@@ -305,11 +341,12 @@ class PotCache:
                 for rec, src in zip(session.records, opened):  # the same bytes, perhaps under another name
                     rec.path = src.path
                 self.hit = e
+                info = e.info
+                self.age_s = round(max(0.0, time.time() - info.get("stored", e.used)), 1)  # one value, said twice
                 with contextlib.suppress(OSError):
                     os.utime(e.path)  # used now: the last to be evicted
-                info = e.info
                 verb = "summarizing" if self.job.kind == "summarize" else "answering"
-                display.message(f"{verb} from the pot cached {fmt_age(time.time() - info.get('stored', e.used))} "
+                display.message(f"{verb} from the pot cached {fmt_age(self.age_s)} "
                                 f"ago: read {int(e.meta.get('tokens_read', 0)):,} tokens in "
                                 f"{_fmt_dur(info.get('read_s'))}; --no-cache to read again")
                 return session
@@ -373,20 +410,27 @@ class PotCache:
             display.warn(f"the pot was not cached: {str(e).replace(str(path), 'the cache')}")
             return
         limit = budget()
-        dropped = evict(limit, keep=path)
-        if any(e.path == path for e in dropped):
-            self.why = f"larger than the cache budget ({fmt_bytes(limit)}, ${BUDGET_ENV})"
-            display.message(f"the pot ({fmt_bytes(size)}) was not cached: {self.why}")
+        if size > limit:  # the others stay: dropping them would not make room for this one
+            with contextlib.suppress(InfinipotError):
+                _unlink(path)
+            self.why = (f"the pot ({fmt_bytes(size)}) exceeds the cache budget ({fmt_bytes(limit)}, ${BUDGET_ENV}); "
+                        "the cached pots are kept")
+            display.notice(f"not cached: {self.why}")
             return
+        dropped = evict(limit, keep=path)
+        if dropped:
+            n = len(dropped)
+            display.notice(f"evicted {n} least recently used cached pot{'' if n == 1 else 's'} "
+                           f"({fmt_bytes(sum(e.size for e in dropped))}: {_named(dropped)}) to keep the cache within "
+                           f"its budget ({fmt_bytes(limit)}, ${BUDGET_ENV})")
         self.stored, self.why = True, None
-        display.message(f"pot cached ({fmt_bytes(size)}): the next question about it answers without reading"
-                        + (f"; {len(dropped)} least recently used dropped" if dropped else ""))
+        display.message(f"pot cached ({fmt_bytes(size)}): the next question about it answers without reading")
 
     def as_json(self) -> dict:
         """The --json "cache" object."""
         if self.hit is not None:
             info, m = self.hit.info, self.hit.meta or {}
-            return {"hit": True, "key": self.hit.key, "age_s": round(time.time() - info.get("stored", 0), 1),
+            return {"hit": True, "key": self.hit.key, "age_s": self.age_s,
                     "read_s": info.get("read_s"), "tokens_read": m.get("tokens_read")}
         return {"hit": False, "key": self.key, "stored": self.stored, "why": self.why}
 
