@@ -109,13 +109,16 @@ def test_builtin_key_points_follow_the_man_pages_sections_with_exact_lines(built
     assert len(eng.pot) <= 256
     points = document_key_points(eng)
     lines = MAN_PAGE.count("\n")
-    assert [p["section"] for p in points[:4]] == ["DESCRIPTION", "OPTIONS", "EXIT STATUS", "BUGS"]
-    assert len(points) == 12  # each of the three copies: description, options, exit status, bugs
+    # a man page starts with what the command is (its first NAME line), then each copy's description, options,
+    # exit status and bugs
+    assert [p["section"] for p in points[:5]] == ["NAME", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "BUGS"]
+    assert points[0]["text"] == "frob - adjust the frobnication level of a widget"
+    assert len(points) == 13
     whole = (MAN_PAGE * 3).split("\n")
     for p in points:  # the exact line of the point's first words
         assert p["text"].split()[0] in whole[p["line"] - 1], p
-    assert points[3]["line"] <= lines < points[4]["line"]  # document order: the second copy after the first
-    assert "glow in the dark" in points[1]["text"] or "Quiet" in points[1]["text"]
+    assert points[4]["line"] <= lines < points[5]["line"]  # document order: the second copy after the first
+    assert "glow in the dark" in points[2]["text"] or "Quiet" in points[2]["text"]
 
 
 def test_builtin_key_points_of_a_pdf_come_from_its_outline_with_pages(builtin):

@@ -10,6 +10,13 @@ section, exact line for text).
 
     document_key_points(engine, limit) -> [{"text", "where", "page"|"chapter"|"line"|"section", "position"}]
 
+A man page (its first part is NAME, holding "name - what it is") starts with what the command is: the NAME line's
+description is its first point. Every point is a whole sentence: one that begins in lower case where the text
+before it ends no sentence is a piece of one ("should give you access to the complete manual." after "the
+command  info sed") and no candidate, except an option's description, which comes with its option
+("-s, --separate: consider files as separate ..."). A word broken over two lines by a hyphen is joined
+("Mey-\nering" -> "Meyering"), unless the document writes it with the hyphen elsewhere ("command-line").
+
 Fallback, when the document as read is not all held (an interrupted read, a per-head pot): the pot's own
 choice. After a general read, the pot holds whole sentences of every stretch of the document (spread.py); the
 summary prompt is forwarded once over the pot as the catalyst (CaP, §3.3.1; the pot is cropped back after)
@@ -69,10 +76,31 @@ def entry_scores(engine, prompt_ids: list[int]) -> tuple[torch.Tensor, torch.Ten
     return src, tok, (1 - alpha) * _ranks(cap) + alpha * _ranks(nov)
 
 
-def _clean(text: str) -> str | None:
+# A word broken at a line end by a hyphen (ASCII, U+2010 as groff writes it, or a soft hyphen), the next line
+# going on in lower case.
+_BROKEN = re.compile(r"([^\W\d_]+)([-\u2010\u00ad])[ \t]*\n[ \t]*([a-z]\w*)")
+# An option line of a man page or --help: "-s, --separate", "-i[SUFFIX], --in-place[=SUFFIX]", "-l N, --width=N"
+_OPTION_HEAD = re.compile(r"-{1,2}[\w?#@][^\s,]*(?:[ =][A-Za-z<\[][^\s,]*)?(?:,\s*-{1,2}[\w?#@][^\s,]*"
+                          r"(?:[ =][A-Za-z<\[][^\s,]*)?)*")
+# The NAME line of a man page: "sed - stream editor for ...", "gzip, gunzip, zcat - compress or expand files"
+_NAME_LINE = re.compile(r"([\w.+:\[\]-]+(?:,\s*[\w.+:\[\]-]+)*)\s+(?:\\?-|\u2010|\u2013|\u2014)\s+(\S.*)")
+_SENTENCE_END = re.compile(r"[.!?:\u3002\uff01\uff1f][\"')\]\u201d\u2019]*\s*$")
+
+
+def join_hyphens(text: str, hyphenated=lambda word: False) -> str:
+    """`text` with the words a line-end hyphen breaks joined ("Mey-\\n    ering" -> "Meyering"); a soft hyphen
+    always, a hyphen unless `hyphenated(word)` (the document writes "command-line" whole elsewhere)."""
+    def join(m: re.Match[str]) -> str:
+        left, mark, right = m.groups()
+        keep = mark != "\u00ad" and hyphenated(f"{left}-{right}")
+        return f"{left}-{right}" if keep else left + right
+    return _BROKEN.sub(join, text)
+
+
+def _clean(text: str, hyphenated=lambda word: False) -> str | None:
     from ..pot.archive import clip_words, count_words
 
-    text = " ".join(text.split())
+    text = " ".join(join_hyphens(text, hyphenated).split())
     n = count_words(text)
     if n < MIN_WORDS or re.search(r"\.{4,}|_{4,}|-{4,}", text):
         return None
@@ -241,6 +269,7 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         parts = [Part(k * n // PARTS, "") for k in range(PARTS)]
     starts = [p.start for p in parts]
     part_of = [max(0, bisect.bisect_right(starts, p) - 1) for p in pos]
+    hyphenated = _hyphenated(texts)
     bags = [Counter(_content_words(t)) for t in texts]
     tf: list[Counter] = [Counter() for _ in parts]
     for k, bag in zip(part_of, bags):
@@ -249,13 +278,19 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
     idf = {w: math.log((1 + len(parts)) / (1 + d)) for w, d in df.items()}  # a word of every part: 0
     totals = [sum(c.values()) or 1 for c in tf]
     cands: dict[int, list[tuple[float, int, str]]] = {}
+    named = _man_name(parts, part_of, texts)
     for i, (k, bag) in enumerate(zip(part_of, bags)):
         if lens[i] > MAX_UNIT_TOKENS or not bag:
             continue
-        text = _clean(texts[i])
+        text = _clean(texts[i], hyphenated)
         if text is None:
             continue
         text = _drop_heading(text, parts[k].title)
+        if text[:1].islower():  # a piece of a sentence, or an option's description (with its option, then)
+            whole = _whole(text, texts[i - 1] if i and part_of[i - 1] == k else "", named)
+            if whole is None:
+                continue
+            text, i = whole[0], i - whole[1]  # an option's description is located at its option's line
         if count_words(text) < MIN_WORDS:
             continue
         # cosine of the sentence's word set with the part's TF-IDF centroid; prose before code and tables,
@@ -264,6 +299,9 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         score *= _prose(text) ** 2 * min(1.0, SHORT / count_words(text))
         cands.setdefault(k, []).append((score, i, text))
     best, said = {}, Counter()  # the chosen points' word 3-grams: a third use of one would read as a repeat
+    if named is not None:  # a man page: what the command is, from its NAME line, comes first
+        i, text = named
+        cands[part_of[i]] = [(math.inf, i, text)]
     for k in sorted(cands):
         ranked = sorted(cands[k], key=lambda c: -c[0])
         best[k] = next((c for c in ranked if not any(said[g] >= 2 for g in _trigrams(c[2]))), ranked[0])
@@ -282,6 +320,54 @@ def document_key_points(engine, limit: int = MAX_POINTS, sources=()) -> list[dic
         out.append({"text": text, "where": label, **where, "position": int(pos[i]),
                     **({"source": source} if source else {}), **({"part": title} if title else {})})
     return out
+
+
+def _hyphenated(texts: list[str]):
+    """hyphenated(word): whether the document writes `word` ("command-line") with its hyphen, not across a line
+    end (the whole text is searched once, when first asked)."""
+    seen: set[str] | None = None
+
+    def hyphenated(word: str) -> bool:
+        nonlocal seen
+        if seen is None:
+            whole = "".join(texts)
+            seen = {w.lower().replace("\u2010", "-") for w in re.findall(r"[^\W\d_]+[-\u2010][^\W\d_]+", whole)}
+        return word.lower() in seen
+    return hyphenated
+
+
+def _man_name(parts: list, part_of: list[int], texts: list[str]) -> tuple[int, str] | None:
+    """(unit, "sed - stream editor for ...") when the document is a man page: its first part is titled NAME and
+    holds a "name - description" line; None otherwise."""
+    if not parts or parts[0].title.strip().upper() != "NAME":
+        return None
+    for i, k in enumerate(part_of):
+        if k > 0:
+            break
+        body = texts[i].strip()
+        if body.upper().startswith("NAME"):
+            body = body[4:].strip()
+        m = _NAME_LINE.match(" ".join(join_hyphens(body).split()))
+        if m:
+            return i, f"{m.group(1)} - {m.group(2)}"
+    return None
+
+
+def _whole(text: str, prev: str, named: tuple[int, str] | None) -> tuple[str, int] | None:
+    """A candidate that begins in lower case as a whole sentence (and 1 when it now begins with the unit before
+    it), or None: after an option line (`prev`), the option's description with its option ("-s, --separate:
+    consider files as separate ..."); after a sentence's end or on its own, itself when it begins with the
+    command's name (a man page's command names are lower case: "sed works by ..."); a piece of a sentence
+    otherwise."""
+    head = " ".join(prev.split())
+    if head and _OPTION_HEAD.fullmatch(head):
+        return f"{head}: {text}", 1
+    if named is not None:
+        names = {n.strip() for n in named[1].split(" - ", 1)[0].split(",")}
+        first = re.split(r"[\s(,:;]", text, maxsplit=1)[0]
+        if first in names and (not head or _SENTENCE_END.search(head)):
+            return text, 0
+    return None
 
 
 def _trigrams(text: str) -> list[tuple[str, ...]]:
