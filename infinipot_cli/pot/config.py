@@ -28,12 +28,13 @@ DTYPE_HELP = ("auto, float32, bfloat16 or float16. Default (auto): bfloat16 on C
 
 def knob(default, help: str, *, flag: str | None = None, lo: float | None = None, hi: float | None = None,
          hi_open: bool = False, infinipot: bool = False, panel: str = "Pot", kind: type | None = None,
-         shown: str | None = None):
+         shown: str | None = None, choices: tuple[str, ...] = ()):
     """A declared option: `flag` gives it a CLI flag; `infinipot` marks an InfiniPot option of the method spec.
     A default of None (derived from other settings) needs its `kind` and the `shown` text --help gives for it."""
     return field(default=default, metadata={"help": help, "flag": flag, "lo": lo, "hi": hi, "hi_open": hi_open,
                                             "infinipot": infinipot, "panel": panel,
-                                            "kind": kind or type(default), "shown": shown or str(default)})
+                                            "kind": kind or type(default), "shown": shown or str(default),
+                                            "choices": choices})
 
 
 @dataclass
@@ -65,6 +66,9 @@ class PotConfig:
     nuc_sample: bool = knob(True, "With a vocabulary too large for a small model's read (Gemma 3 270M's 262K), NuC's "
                                   "log-sum-exp over a sample of it (off = the whole vocabulary, as the paper).",
                             infinipot=True)
+    retrieve: str = knob("words", "How a question's passages are ranked: words (BM25 over the document as read, with "
+                                  "answer typing). The read's own attention was measured as a ranking and not kept "
+                                  "(docs/results/model-retrieval.md).", infinipot=True, choices=("words",))
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
@@ -103,6 +107,8 @@ class PotConfig:
             raise UsageError(f"unknown method {self.method!r}; choose one of {', '.join([*METHODS, *PRESETS])}")
         for f in dataclasses.fields(self):
             lo, hi, v = f.metadata.get("lo"), f.metadata.get("hi"), getattr(self, f.name)
+            if f.metadata.get("choices") and v not in f.metadata["choices"]:
+                raise UsageError(f"{option_name(f.name)} must be one of {', '.join(f.metadata['choices'])}, not {v!r}")
             if v is None or isinstance(v, (bool, str)) or (f.name == "keep" and self._keep_from_size):
                 continue  # a C derived from the pot's size: the size is named below when it is too small
             if (lo is not None and v < lo) or (hi is not None and (v >= hi if f.metadata["hi_open"] else v > hi)):
