@@ -4,6 +4,7 @@ nested tags took 4.25 GB and minutes). The walk over the parsed page is linear h
 
 from __future__ import annotations
 
+import io
 import time
 import tracemalloc
 
@@ -68,6 +69,10 @@ def test_a_page_too_large_is_refused(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"big\.html: refusing to parse it: 13\.\d KiB of HTML, over the limit of "
                                          r"9\.8 KiB for a page read whole"):
         open_source(str(page))
+    piped = "<html><body>" + "<p>Plain words of a long page.</p>" * 4_000 + "</body></html>"  # 136 KB
+    with pytest.raises(InputError, match=r"stdin: refusing to parse it: over \d+\.\d KiB of HTML, over the limit of "
+                                         r"9\.8 KiB"):  # read no further than the limit (in 64 KiB blocks)
+        open_source("-", "html", stdin=io.BytesIO(piped.encode()))
 
 
 def test_an_epub_chapter_is_bounded_as_a_page_is(tmp_path, monkeypatch):
@@ -101,6 +106,15 @@ def test_a_large_page_says_how_far_its_parse_got(monkeypatch):
     quiet: list[str] = []
     html_mod.parse_html(nested(100), "small.html", notice=quiet.append)
     assert quiet == []
+
+
+def test_the_opener_passes_its_notice_to_a_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(html_mod, "PROGRESS_TAGS", 1_000)
+    page = tmp_path / "page.html"
+    page.write_text(nested(2_000))
+    said: list[str] = []
+    open_source(str(page), notice=said.append)
+    assert said and said[0].startswith(f"parsing {page} (8,004 tags)"), said
 
 
 def test_the_walk_is_linear_however_deep_the_page_nests():

@@ -156,14 +156,19 @@ class _Bounded(BeautifulSoup):
         return super().object_was_parsed(*args, **kwargs)
 
 
-def check_size(data: bytes, name: str, max_bytes: int | None = None, max_nodes: int | None = None) -> None:
+def check_bytes(size: int, name: str, more: bool = False) -> None:
+    """InputError (one line naming the limit) for a page of `size` bytes (`more`: at least) over MAX_HTML_BYTES:
+    the opener asks before it reads a page whole."""
+    if size > MAX_HTML_BYTES:
+        raise InputError(f"{name}: refusing to parse it: {'over ' if more else ''}{fmt_bytes(size)} of HTML, over the "
+                         f"limit of {fmt_bytes(MAX_HTML_BYTES)} for a page read whole; {_CONVERT}")
+
+
+def check_size(data: bytes, name: str, max_nodes: int | None = None) -> None:
     """InputError (one line naming the limit) for HTML bytes over MAX_HTML_BYTES, or with more than twice
     MAX_HTML_NODES tags by a count of "<" (refused before parsing: the count is a C loop over the bytes)."""
-    max_bytes = MAX_HTML_BYTES if max_bytes is None else max_bytes
     max_nodes = MAX_HTML_NODES if max_nodes is None else max_nodes
-    if len(data) > max_bytes:
-        raise InputError(f"{name}: refusing to parse it: {fmt_bytes(len(data))} of HTML, over the limit of "
-                         f"{fmt_bytes(max_bytes)} for a page read whole; {_CONVERT}")
+    check_bytes(len(data), name)
     tags = data.count(b"<")
     if tags > 2 * max_nodes:
         raise InputError(f"{name}: refusing to parse it: about {tags:,} tags, over the limit of {max_nodes:,} HTML "

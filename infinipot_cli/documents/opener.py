@@ -16,7 +16,7 @@ from infinipot_cli.errors import InputError
 
 from .base import BLOCK_BYTES, Source, display_name
 from .epub import EpubSource
-from .html import HtmlSource
+from .html import HtmlSource, check_bytes
 from .pdf import PdfSource
 from .sniff import format_from_extension, format_from_magic, normalize_format, not_a_document, sniff_format
 from .text import TextSource, read_block, read_head
@@ -109,10 +109,11 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
         return TextSource(path, f, head, st.st_size, hash_file=path)
     if kind == "html":
         try:
+            check_bytes(st.st_size, path)  # refused before it is read whole
             data = head + f.read()
         finally:
             f.close()
-        return HtmlSource(path, data, hash_file=path)
+        return HtmlSource(path, data, hash_file=path, notice=notice)
     f.seek(0)
     if kind == "pdf":
         return PdfSource(path, f, st.st_size, hash_file=path)
@@ -199,10 +200,13 @@ def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
         if kind == "html" and spool is None:
             hasher = hashlib.sha256(head)
             parts = [head]
+            got = len(head)
             while block := read_block(stream):
                 parts.append(block)
                 hasher.update(block)
-            return HtmlSource(path, b"".join(parts), content_hash=hasher.hexdigest())
+                got += len(block)
+                check_bytes(got, name, more=True)  # no more of it is held than a page may be
+            return HtmlSource(path, b"".join(parts), content_hash=hasher.hexdigest(), notice=notice)
         f, digest, size = _spool(stream, head, spool, name, notice)
     except OSError as e:
         raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
@@ -214,10 +218,11 @@ def _open_stream(path: str, stream: IO[bytes], fmt: str, *, close: bool,
         return TextSource(path, f, head, size, content_hash=digest)
     if kind == "html":
         try:
+            check_bytes(size, name)
             data = f.read()
         finally:
             f.close()
-        return HtmlSource(path, data, content_hash=digest)
+        return HtmlSource(path, data, content_hash=digest, notice=notice)
     if kind == "pdf":
         return PdfSource(path, f, size, content_hash=digest)
     return EpubSource(path, f, size, content_hash=digest, notice=notice)
