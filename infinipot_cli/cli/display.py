@@ -38,7 +38,8 @@ SPEED_WINDOW_S = 10.0     # tok/s is measured over about this much of the recent
 SAMPLE_EVERY_S = 0.5      # one speed sample at most this often
 PLAIN_CHECK_S = 0.25      # plain mode looks at the progress at most this often
 PLAIN_HEARTBEAT_S = 15.0  # plain mode, progress unknown: a line every 15 s at first, then every elapsed/10
-PLAIN_SLOW_S = 60.0       # plain mode, progress known: a line at least this often besides the 10 % steps
+PLAIN_SLOW_S = 60.0       # plain mode, progress known: a line at least this often besides the 10 % steps...
+PLAIN_FIRST_S = 15.0      # ... and the first one this soon after the start line (the speed and ETA early)
 PLAIN_PHASE_S = 2.0       # plain mode: a step before reading (loading the model...) lasting this long gets a line
 
 # colours: pot segments and strip (dropped by rich under NO_COLOR; glyphs tell them apart then)
@@ -50,6 +51,13 @@ MESSAGE_STYLES = {"warning": "yellow", "warn": "yellow", "error": "bold red", "i
 # ---- formatting helpers -----------------------------------------------------------------------------
 def fmt_int(n: int | float | None) -> str:
     return "?" if n is None else f"{int(n):,}"
+
+
+def fmt_pct(f: float) -> str:
+    """A fraction as a percentage: one decimal below 10 % ("0.4%"), so a long read's first percent moves, else
+    whole ("42%")."""
+    p = 100 * f
+    return f"{p:.1f}%" if 0 < p < 9.95 else f"{p:.0f}%"
 
 
 def fmt_rate(r: float | None) -> str:
@@ -388,8 +396,14 @@ class Display:
         f = self.fraction()
         if f is None or f <= 0 or self._first_read is None:
             return None
+        # the tokens left (the total as the fraction read puts it) at the rate of the tokens read since the first
+        # read: the time measured made that progress, not all of f (the first forward pass came before any time
+        # was counted; with a source of 1M tokens its 1,024 tokens gave 1/5 of the first minute's progress)
         spent = self._last_read_s - self._first_read[0]
-        return spent * (1 - f) / f if spent > 0 else None
+        tok0, tok = self._first_read[1], self._tokens
+        if spent <= 0 or tok <= tok0:
+            return None
+        return (tok / f - tok) * spent / (tok - tok0)
 
     def chunk_progress(self) -> str:
         """The forward pass now running, between the events that end passes: "chunk of 1,024 tokens: ~40 %, 0:03"
@@ -491,7 +505,7 @@ class Display:
         ev = self._ev
         parts = []
         if f is not None:
-            parts.append(f"{100 * f:3.0f}%")
+            parts.append(f"{fmt_pct(f):>4}")
         tok = f"{fmt_int(self._tokens)}"
         if self.total:
             tok += f"/{fmt_int(self.total)}"
@@ -530,7 +544,8 @@ class Display:
         since = now - self._plain_last_line
         if f is not None:
             step = int(f * 10 + 1e-9)
-            due = (self._plain_step < step < 10) or since >= PLAIN_SLOW_S
+            first = self._plain_last_line == self._plain_t0  # no progress line yet, only the start line
+            due = (self._plain_step < step < 10) or since >= (PLAIN_FIRST_S if first else PLAIN_SLOW_S)
             if due:
                 self._plain_step = max(self._plain_step, step)
         else:
@@ -616,7 +631,7 @@ class Display:
         read.append(" tokens")
         f = self.fraction()
         if f is not None:
-            read.append(f"  {100 * f:.0f}%", style="bold")
+            read.append(f"  {fmt_pct(f)}", style="bold")
         if self.speed() is not None:
             read.append(f"  · {fmt_rate(self.speed())}")
         eta = self.eta()
