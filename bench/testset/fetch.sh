@@ -13,7 +13,7 @@ mkdir -p "$DEBS" "$ROOT" "$DOCS"
 
 # package=version the questions were written against (README.md's table)
 PACKAGES=(debian-history=2.28 libidn2-doc=2.3.3-1 lintian=2.116.3+deb12u1 sqlite3-doc=3.40.1-2+deb12u2
-          ubuntu-packaging-guide-epub=1.0.4 xz-utils=5.4.1-1+deb12u2 findutils=4.9.0-4 grep=3.8-5
+          xz-utils=5.4.1-1+deb12u2 findutils=4.9.0-4 grep=3.8-5
           vim-runtime=2:9.0.1378-2+deb12u2 puma=5.6.5-3+deb12u2)
 
 quiet() { grep -v '^W: Download is performed unsandboxed' || true; }
@@ -66,7 +66,6 @@ copy "$ROOT/usr/share/doc/debian-history/docs/project-history.en.pdf"  debian-hi
 copy "$ROOT/usr/share/doc/libidn2-doc/libidn2.pdf"                      libidn2.pdf
 copy "$ROOT/usr/share/doc/lintian/lintian.html"                         lintian.html
 copy "$ROOT/usr/share/doc/sqlite3/datatype3.html"                       sqlite-datatype3.html
-copy "$ROOT/usr/share/doc/ubuntu-packaging-guide-epub/ubuntu-packaging-guide.epub"  ubuntu-packaging-guide.epub
 man_txt "$ROOT/usr/share/man/man1/xz.1.gz"     xz.1.txt
 man_nh_txt "$ROOT/usr/share/man/man1/xargs.1.gz"  xargs.1.txt
 copy "$ROOT/usr/share/doc/grep/NEWS.gz"              grep-NEWS.txt

@@ -125,34 +125,6 @@ Q = [
      ["RTRIM"], "RTRIM - The same as binary, except that trailing space characters are ignored.", "name", P),
     ("sq-8", "sqlite-datatypes", "What is the default page size of an SQLite database file?", [], N,
      "unanswerable", D),
-    # ---------------------------------------------------------------- Ubuntu Packaging Guide (epub, 27K tokens)
-    ("ug-1", "ubuntu-packaging-guide", "How often does Ubuntu release a new version?", ["every six months"],
-     "We release a new version of Ubuntu every six months, which is only possible because we have established "
-     "strict freeze dates.", "number", D),
-    ("ug-2", "ubuntu-packaging-guide", "Which key length does the guide suggest for extra safety when creating the "
-     "signing key?", ["4096"], "The default (currently 2048) is fine, but 4096 is more secure.", "number", P),
-    ("ug-3", "ubuntu-packaging-guide", "Which utility helps you learn what installable deb a certain path on disk "
-     "belongs to?", ["apt-file"],
-     "apt-file provides an easy way to find the binary package that contains a given file.", "name", P),
-    ("ug-4", "ubuntu-packaging-guide", "What should I write in my change notes so the related tracker ticket gets "
-     "shut once it's published?", ["LP: #<number>", "LP: #"],
-     "As a bonus, if you use the LP: #<number> notation for Launchpad bugs, the bug will be automatically closed "
-     "when the package is uploaded to Ubuntu.", "fact", P),
-    ("ug-5", "ubuntu-packaging-guide", "What do I run to produce the comparison of the original and my "
-     "modified .dsc for the sponsor?", ["debdiff"],
-     "But if you’re going to submit your fix to Ubuntu, now it’s time to generate a “debdiff”, which shows the "
-     "difference between two Debian packages. The name of the command used to generate one is also debdiff.",
-     "name", P),
-    ("ug-6", "ubuntu-packaging-guide", "How long must a fix sit in the proposed pocket trouble-free before being "
-     "promoted?", ["a week", "week"],
-     "After a week without reported problems it can be moved to updates.", "number", P),
-    ("ug-7", "ubuntu-packaging-guide", "On the list of packages that fail to build from source, what does the "
-     "category (M) mean?", ["waiting on another package"],
-     "Package is waiting on another package (M): This package is waiting on another package to either build, get "
-     "updated, or (if the package is in main) one of it’s dependancies is in the wrong part of the archive.",
-     "fact", D),
-    ("ug-8", "ubuntu-packaging-guide", "Which filesystem capability is a prerequisite for sbuild?", ["overlayfs"],
-     "It needs kernel supporting overlayfs.", "name", P),
     # ---------------------------------------------------------------- xz man page (man, 21K tokens)
     ("xz-1", "xz-man", "How do I make xz leave the original in place after packing it?", ["--keep", "-k"],
      "-k, --keep Don't delete the input files.", "option", P),

@@ -48,8 +48,6 @@ DOC_TABLE = [
     ("lintian-manual", "lintian.html", "html", "lintian", "Lintian User's Manual (Debian package checker), HTML"),
     ("sqlite-datatypes", "sqlite-datatype3.html", "html", "sqlite3-doc",
      "SQLite documentation page: Datatypes In SQLite version 3 (storage classes, type affinity), HTML"),
-    ("ubuntu-packaging-guide", "ubuntu-packaging-guide.epub", "epub", "ubuntu-packaging-guide-epub",
-     "Ubuntu Packaging Guide, EPUB"),
     ("xz-man", "xz.1.txt", "man", "xz-utils", "xz(1) man page rendered to plain text"),
     ("xargs-man", "xargs.1.txt", "man", "findutils",
      "xargs(1) man page rendered to plain text, read piped on stdin", {"stdin": True}),
