@@ -22,7 +22,7 @@ TEXT = os.path.join(HERE, "text")  # cache of the text infinipot extracts, one f
 if CORPUS not in sys.path:
     sys.path.insert(1, CORPUS)  # after our own folder: our make_parts/make_questions/verify win for plain imports
 
-import corpus_lib  # noqa: E402  (bench/corpus/corpus_lib.py)
+import corpus_lib  # noqa: E402,F401  (bench/corpus/corpus_lib.py: loaded first, so its folder is the one found)
 from corpus_lib import passages, squash, write_json  # noqa: E402,F401
 
 
