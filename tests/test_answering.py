@@ -480,3 +480,13 @@ def test_a_person_asked_for_and_a_sentence_naming_none_written():
     assert answering.decide(q, written, [found(texts, 2)], texts)[:3] == ("extracted", "Ada Brook", 2)
     # no person in the passage: not its unrelated sentence either
     assert answering.decide(q, written, [found(texts[:2] + texts[3:], 1)], texts[:2] + texts[3:])[0] == "not-said"
+
+
+def test_a_span_a_unit_boundary_cut_is_shown_whole():
+    # a long sentence is cut into units of at most 40 tokens, here inside the UUID
+    texts = ["Register.\n", "The special magic uuid for quiet-harbor is: dc778b88-df7d-4", "c6a-9f1e-1a2b3c4d5e6f.\n",
+             "The end.\n"]
+    q = "What is the special magic uuid for quiet-harbor?"
+    f = retrieve.Found(0, 0, [0, 1, 2, 3], 1, 9.0)
+    how, short, unit, _ = answering.decide(q, "It is 5e0a9c31-7b2d-", [f], texts)
+    assert (how, short, unit) == ("extracted", "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f", 1)

@@ -203,7 +203,7 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
         if spans.contains(written, value) and not invented and any(u == unit for _, u in sents):
             return "written", written, None, []
         return "extracted", value, unit, []  # (with its line as the evidence, where the passages lack it)
-    cands = _candidates(want, question, sents, texts)  # (score, span, unit), best first
+    cands = _candidates(want, question, sents, texts, held)  # (score, span, unit), best first
     best = cands[0] if cands else None
     strong = best is not None and best[1].score >= STRONG
     own = [c for c in cands if spans.contains(written, c[1].text)]  # the spans the model's answer names
@@ -247,13 +247,14 @@ def decide(question: str, written: str, found: list[retrieve.Found], texts: list
     return "written", written, None, []
 
 
-def _candidates(want: spans.Want, question: str, sents: list[tuple[float, int]], texts: list[str]
+def _candidates(want: spans.Want, question: str, sents: list[tuple[float, int]], texts: list[str], held: str = ""
                 ) -> list[tuple[float, spans.Span, int]]:
     """(score, span, unit) of every span of the kinds `want` asks for in the units `sents` ((weight, unit)),
     best first. An option heading its line is read with its description (the lines under it, `_described`),
     weighed as the most of its own unit's and theirs: where a man page's description line is what the question
     matches, the option it describes ("-w[EXT], --write-back[=EXT]" | "rewrite files in place"), not one of a
-    neighbouring line."""
+    neighbouring line. A span a unit boundary cut (a long sentence is cut into units, perhaps inside a UUID) is
+    written whole from `held`, the units' text (`completed`)."""
     if not want.typed:
         return []
     weight: dict[int, float] = {}
@@ -264,7 +265,10 @@ def _candidates(want: spans.Want, question: str, sents: list[tuple[float, int]],
         under = _described(texts, u) if "option" in want.kinds else []
         after = "".join(texts[j] for j in under)
         w = max([w] + [weight[j] for j in under if j in weight])
-        out += [(s.score + w, s, u) for s in spans.spans(texts[u], want, question, after)]
+        for s in spans.spans(texts[u], want, question, after):
+            if held and (s.start == 0 or s.stop == len(texts[u])):  # at the unit's edge: perhaps cut
+                s.text = completed(s.text, held)
+            out.append((s.score + w, s, u))
     out.sort(key=lambda c: -c[0])
     return out
 
