@@ -315,8 +315,8 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
     t_start = time.perf_counter()
     with display:
         lm = _load_model(job, display, checked)
-        display.set_step("loading the pot" if job.load_pot else "starting the pot (its first forward pass)")
         if job.load_pot:
+            display.set_step("loading the pot")
             session = Session.resume(lm, job.load_pot, on_event=display.on_event, checked=checked)
             if job.kind in ("ask", "chat"):
                 from .pot.potfile import question_mismatch
@@ -327,10 +327,16 @@ def run(job: Job, display, on_text: Callable[[str], None] | None = None) -> Resu
             if opened:
                 session.read_with(job.reading_catalyst())
         else:
-            session = cache.find(lm, opened, display, Session.resume, on_event=display.on_event) if cache else None
+            session = None
+            if cache is not None:
+                display.set_step("looking the document up in the pot cache")
+                session = cache.find(lm, opened, display, Session.resume, on_event=display.on_event)
             if session is None:
+                display.set_step("starting the pot (its first forward pass)")
                 session = Session.start(lm, job.pot, job.reading_catalyst(), on_event=display.on_event)
         hit = cache is not None and cache.hit is not None
+        if hit:  # the pot came from the cache (its line said so): no "starting the pot" line, before or after
+            display.set_step("answering from the cached pot", said=True)
 
         def save() -> None:
             n = session.save(job.save_pot, job.sources, job.force)

@@ -1,7 +1,7 @@
 """What stderr says, said once and in order: every warning starts "infinipot: warning:" (a dropped damaged cached
 pot too) in every display mode; a model converted once is said once, not again by the step line; a cache hit's
 age on stderr is the --json `age_s` (one clock read); "resuming … at token N" comes after the pot was loaded,
-never followed by a late "loading the pot…"."""
+never followed by a late "loading the pot…", nor a cache hit by "starting the pot…"."""
 
 from __future__ import annotations
 
@@ -114,3 +114,22 @@ def test_resuming_is_said_after_the_pot_was_loaded(monkeypatch):
     lines = buf.getvalue().splitlines()
     assert lines[0] == "resuming book.txt at token 1,024", lines
     assert not any("loading the pot" in ln for ln in lines), lines
+
+
+def test_a_cache_hit_is_not_followed_by_a_starting_line(tiny, cache, tmp_path, monkeypatch):  # noqa: F811
+    doc = document(tmp_path / "book.txt", seed=82)
+    r, first = run(["ask", doc, "Who keeps the lamp?"] + SMALL, tiny)
+    assert r.exit_code == 0, r.stderr
+    monkeypatch.setattr(display_mod, "PLAIN_PHASE_S", 0.05)
+    real = session_mod.Session.ask
+
+    def slow_ask(self, *a, **k):
+        time.sleep(0.4)  # the answer starts after the step line would be due
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(session_mod.Session, "ask", slow_ask)
+    r, hit = run(["ask", doc, "Where is the boat?"] + LOUD, tiny)
+    assert r.exit_code == 0 and hit["cache"]["hit"], r.stderr
+    lines = r.stderr.splitlines()
+    assert any(ln.startswith("answering from the pot cached") for ln in lines), lines
+    assert not any("starting the pot" in ln for ln in lines), lines  # nothing started: the pot was loaded
