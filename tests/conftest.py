@@ -58,3 +58,19 @@ def builtin_tok():
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"built-in tokenizer unavailable: {e}")
     return AutoTokenizer.from_pretrained(str(path))
+
+
+@pytest.fixture(scope="session")
+def story_part(tmp_path_factory):
+    """The first ~900 words of sample_docs/lighthouse.txt (whole paragraphs): enough for several distillations of a
+    512-entry pot, a third of the story's read, for tests of saving and resuming rather than of answers."""
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs", "lighthouse.txt")
+    out, words = [], 0
+    for para in open(src, encoding="utf-8").read().split("\n\n"):
+        out.append(para)
+        words += len(para.split())
+        if words >= 900:
+            break
+    path = tmp_path_factory.mktemp("story") / "lighthouse-part.txt"
+    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
+    return str(path)

@@ -101,6 +101,7 @@ def run_small_needle(out, *args: str):
     return r, json.loads((out / "needle.json").read_text())
 
 
+@pytest.mark.bench  # the needle bench end to end on the built-in model; its parts: the tests below
 def test_bench_needle(tmp_path, builtin):
     out = tmp_path / "needle"
     r, doc = run_small_needle(out, "--depths", "0.5", "--trials", "1", "--methods", "infinipot,streaming")

@@ -45,9 +45,9 @@ def test_load_pot_answers_exactly_as_in_process(builtin, tmp_path):
     assert len(text) > 100
 
 
-def test_interrupted_read_saves_and_resumes(builtin, tmp_path, monkeypatch):
+def test_interrupted_read_saves_and_resumes(builtin, story_part, tmp_path, monkeypatch):
     full = str(tmp_path / "full.pot")
-    r = invoke(["read", STORY, "--save-pot", full] + FAST)
+    r = invoke(["read", story_part, "--save-pot", full] + FAST)
     assert r.exit_code == 0, r.stderr
     whole = json.loads(r.stdout)
 
@@ -62,7 +62,7 @@ def test_interrupted_read_saves_and_resumes(builtin, tmp_path, monkeypatch):
         return real_feed(self, ids, where)
 
     monkeypatch.setattr(engine_mod.Engine, "feed", flaky_feed)
-    r = invoke(["read", STORY, "--save-pot", part] + FAST)
+    r = invoke(["read", story_part, "--save-pot", part] + FAST)
     assert r.exit_code == 130
     assert os.path.exists(part)
     monkeypatch.setattr(engine_mod.Engine, "feed", real_feed)
@@ -72,13 +72,13 @@ def test_interrupted_read_saves_and_resumes(builtin, tmp_path, monkeypatch):
     assert src["stopped_at"] is not None and 0 < src["stopped_at"] < whole["tokens_read"]
 
     resumed = str(tmp_path / "resumed.pot")
-    r = invoke(["read", "--load-pot", part, STORY, "--save-pot", resumed] + LOADED)
+    r = invoke(["read", "--load-pot", part, story_part, "--save-pot", resumed] + LOADED)
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["tokens_read"] == whole["tokens_read"]
     assert out["sources"][0]["stopped_at"] is None
     # reading the same source again into a complete pot is skipped with a warning
-    r = invoke(["read", "--load-pot", resumed, STORY, "--save-pot", resumed] + LOADED)
+    r = invoke(["read", "--load-pot", resumed, story_part, "--save-pot", resumed] + LOADED)
     assert r.exit_code == 0 and "already in the pot" in r.stderr
 
 

@@ -25,6 +25,7 @@ def test_the_operations_are_pytorchs_own_eagerly():
     assert torch.equal(ops.infinipot_attn_mix(p, k), torch.bmm(p, k))
 
 
+@pytest.mark.native  # a C++ compile of the library
 @needs_compiler
 def test_the_library_builds_once_and_its_attention_kernels_are_used_only_where_checked(tmp_path):
     path = exact_ops.build(tmp_path)

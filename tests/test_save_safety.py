@@ -64,17 +64,17 @@ def test_the_source_is_never_the_target(tmp_path, no_model):
     assert r.exit_code == 2 and doc.read_bytes() == before
 
 
-def test_an_existing_non_pot_file_needs_force(builtin, tmp_path, monkeypatch):
+def test_an_existing_non_pot_file_needs_force(builtin, story_part, tmp_path, monkeypatch):
     other = tmp_path / "important.txt"
     other.write_text("my notes\n")
-    r = invoke(["read", STORY, "--save-pot", str(other)] + FAST)
+    r = invoke(["read", story_part, "--save-pot", str(other)] + FAST)
     assert r.exit_code == 2 and "not an infinipot pot" in r.stderr and "--force" in r.stderr
     assert other.read_text() == "my notes\n"
-    r = invoke(["read", STORY, "--save-pot", str(other), "--force"] + FAST)
+    r = invoke(["read", story_part, "--save-pot", str(other), "--force"] + FAST)
     assert r.exit_code == 0, r.stderr
     assert is_pot_file(other)
     # an existing pot is replaced without --force (that is what --save-pot is for)
-    r = invoke(["read", STORY, "--save-pot", str(other)] + FAST)
+    r = invoke(["read", story_part, "--save-pot", str(other)] + FAST)
     assert r.exit_code == 0, r.stderr
 
 
