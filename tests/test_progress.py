@@ -28,7 +28,7 @@ def test_progress_follows_the_tokens_forwarded():
     assert m.at(50) == pytest.approx(0.15) and m.at(150) == pytest.approx(0.6)
 
 
-def test_progress_is_not_ahead_of_the_read(builtin, monkeypatch, tmp_path):
+def test_progress_is_not_ahead_of_the_read(builtin, story_part, monkeypatch, tmp_path):
     """Each progress value reported for a text source is at most the share of its tokens forwarded (+ a piece)."""
     from infinipot_cli.pot import reader
 
@@ -42,7 +42,7 @@ def test_progress_is_not_ahead_of_the_read(builtin, monkeypatch, tmp_path):
         return real(engine, tok, src, rec, label=label, skip_tokens=skip_tokens, progress=p)
 
     monkeypatch.setattr("infinipot_cli.pot.reader.read_source", spy)
-    r = invoke(["read", STORY, "--save-pot", str(tmp_path / "p.pot"), "--pot-size", "512", "--keep", "256", "-q"])
+    r = invoke(["read", story_part, "--save-pot", str(tmp_path / "p.pot"), "--pot-size", "512", "--keep", "256", "-q"])
     assert r.exit_code == 0, r.stderr
     total = seen[-1][1]
     assert seen[-1][0] == pytest.approx(1.0, abs=0.02)
