@@ -148,7 +148,7 @@ def units(src: torch.Tensor, tok: torch.Tensor, tokenizer, boundaries: BoundaryT
     nl = _newline_ids(tokenizer, tok)
     after_nl = torch.zeros_like(starts)
     after_nl[1:] = nl[:-1]
-    starts |= after_nl
+    starts |= after_nl | _heading_lines(tokenizer, tok)
     starts[0] = True
     seg = segment_ids(starts[None], UNIT_TOKENS)[0]
     K = int(seg.max()) + 1
@@ -162,6 +162,49 @@ def decode_all(tokenizer, pieces: list[list[int]]) -> list[str]:
     """The text of each list of token ids (one batched call where the tokenizer has it)."""
     batch = getattr(tokenizer, "batch_decode", None)
     return batch(pieces, skip_special_tokens=True) if batch else [tokenizer.decode(p) for p in pieces]
+
+
+HEADING_LINE_TOKENS = 24  # a longer line is no heading (outline.heading_of takes at most 90 characters)
+
+
+def _heading_lines(tokenizer, tok: torch.Tensor) -> torch.Tensor:
+    """(N,) bool: the first token of every heading line at column 0 (outline.heading_of: a man page's section
+    header, a Markdown or numbered heading) and the first token after it. A byte-level vocabulary writes a line
+    break and the next line's indentation as one token ("\\n       "), which the cut after a line's end does not
+    see, so a man page's "EXPRESSION" ran on into the first sentence under it: a unit of 17 words that evidence
+    showed in front of every passage of the section, beyond its words."""
+    from .outline import heading_of
+
+    N = tok.numel()
+    out = torch.zeros(N, dtype=torch.bool)
+    if N == 0:
+        return out
+    ids = tok.tolist()
+    text_of = {i: tokenizer.decode([i]) for i in set(ids)}
+    breaks = [k for k, i in enumerate(ids) if "\n" in text_of[i]]   # the token ending each line
+    firsts = [0] + [k + 1 for k in breaks]                          # the first token of each line
+    spans = [(a, b) for a, b in zip(firsts, breaks) if b - a <= HEADING_LINE_TOKENS and b > a
+             and (a == 0 or text_of[ids[a - 1]].endswith("\n"))]    # at column 0, short
+    if not spans:
+        return out
+    lines = [t.split("\n")[0] for t in decode_all(tokenizer, [ids[a:b + 1] for a, b in spans])]
+    line_of = {b: j for j, b in enumerate(breaks)}
+    for (a, b), line in zip(spans, lines):
+        if not line.strip() or heading_of(line) is None:
+            continue
+        j = line_of[b]  # the lines around it, for the checks of code around a heading
+        prev = _line(tokenizer, ids, firsts[j - 1], breaks[j - 1]) if j else ""
+        nxt = _line(tokenizer, ids, firsts[j + 1], breaks[j + 1]) if j + 1 < len(breaks) else ""
+        if heading_of(line, nxt, prev) is not None:
+            out[a] = True
+            if b + 1 < N:
+                out[b + 1] = True
+    return out
+
+
+def _line(tokenizer, ids: list[int], a: int, b: int) -> str:
+    """The text of the line of tokens [a, b] (b: the token holding its line break), without the break."""
+    return tokenizer.decode(ids[a:b + 1]).split("\n")[0] if b - a <= 4 * HEADING_LINE_TOKENS else ""
 
 
 def _newline_ids(tokenizer, tok: torch.Tensor) -> torch.Tensor:
@@ -245,7 +288,7 @@ class Neighbours:
             for j in (hi + 1, lo - 1):
                 if not (0 <= j < self.K) or j in used:
                     continue
-                if (self.joins(hi, j) if j > hi else self.joins(j, lo)) and n + self.words(j) <= per + 6:
+                if (self.joins(hi, j) if j > hi else self.joins(j, lo)) and n + self.words(j) <= per:
                     n += self.words(j)
                     lo, hi = min(lo, j), max(hi, j)
                     grew = True
@@ -410,7 +453,7 @@ def evidence(engine, ctx: Context, prompt: list[int], question: str, answer: str
         whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else " ".join(texts[g] for g in group)
         # a unit cut inside a character (a byte-level vocabulary splits non-Latin letters over tokens) starts or
         # ends with a piece of it, decoded as U+FFFD: not text of the document
-        text = _clip_words(whole.strip("\ufffd"), per + 6)
+        text = _clip_words(whole.strip("\ufffd"), per)  # a unit longer than its share is cut to it
         source, where = locate(engine, start, sources)
         if "line" in where:  # the line of the passage's first word (it may start with the line break before it)
             where["line"] += len(whole) - len(whole.lstrip("\n"))
