@@ -223,14 +223,47 @@ def segment_ids(starts: torch.Tensor, max_len: int) -> torch.Tensor:
 
 
 def segment_means(seg: torch.Tensor, score: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per row: (mean score, length) of every segment, (R, S_max) padded with (-inf, 0)."""
+    """Per row: (mean score, length) of every segment, (R, S_max) padded with (-inf, 0).
+
+    Segments are numbered 0.. along each row, at most one per entry, so N bounds their count without reading it.
+    One row (the shared selection, every layer and head the same) always takes that bound: its columns are then
+    known without a host read on any device. Several rows (a per-head selection) take the count where reading it
+    is free (the CPU), which keeps their first-fit tables (`first_fit`) small."""
     R, N = seg.shape
-    # segments are numbered 0.. along each row, at most one per entry: N bounds their count without reading it
-    S = count_or_bound(lambda: seg.max() + 1, N, seg) if seg.numel() else 0
+    S = (N if R == 1 else count_or_bound(lambda: seg.max() + 1, N, seg)) if seg.numel() else 0
     total = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, score.float())
     count = torch.zeros(R, S, dtype=torch.float32, device=seg.device).scatter_add_(-1, seg, torch.ones_like(score, dtype=torch.float32))
     mean = torch.where(count > 0, total / count.clamp_min(1), torch.full_like(total, float("-inf")))
     return mean, count.long()
+
+
+def first_fit(olen: torch.Tensor, free: torch.Tensor, room: torch.Tensor, width: int) -> torch.Tensor:
+    """The greedy first-fit scan, with no loop over its takes: per row, walking the columns in order, column c is
+    taken when `free[c]` and its length `olen[c]` fits the room left, which each take shrinks by `olen[c]`.
+
+        olen (R, S) int64 >= 1 where free   free (R, S) bool   room (R,) int64, 0 <= room < width
+        returns (R, S) bool, the columns taken
+
+    Each column maps the room before it to the room after it: r -> r - olen[c] if free[c] and olen[c] <= r, else
+    r, over the `width` room values (a table (R, S, width)). The room before column c is the composition of the
+    maps of columns 0..c-1 applied to `room`; the prefix compositions come from ceil(log2 S) rounds of doubling
+    (Hillis-Steele: round d composes each column's map with the one d columns before it, one gather), so the scan is
+    a fixed number of tensor operations whatever is taken, and no value is read on the host. The same columns as
+    taking one at a time, bit for bit: each map is the exact step of that walk."""
+    R, S = olen.shape
+    if S == 0:
+        return torch.zeros_like(free)
+    rooms = torch.arange(width, dtype=torch.int32, device=olen.device)             # (W,) every room value
+    o = olen.to(torch.int32)[..., None]                                             # (R, S, 1)
+    maps = rooms - o * (free[..., None] & (o <= rooms))                             # (R, S, W) room after c, int32
+    d = 1
+    while d < S:  # maps[c] becomes the composition of the maps of columns max(0, c - 2d + 1)..c
+        maps[:, d:] = maps[:, d:].gather(-1, maps[:, :-d])
+        d *= 2
+    r0 = room.to(torch.int32)
+    after = maps.gather(-1, r0.view(R, 1, 1).expand(R, S, 1))[..., 0]              # (R, S) room after column c
+    before = torch.cat([r0[:, None], after[:, :-1]], -1)                            # (R, S) room before column c
+    return free & (olen <= before)
 
 
 def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, taken: torch.Tensor,
@@ -245,49 +278,42 @@ def take_segments(seg: torch.Tensor, score: torch.Tensor, budget: torch.Tensor, 
     and exactly `budget` entries are added (when enough are left). `longest`: no segment is longer (default: N).
     Returns the new `taken`.
 
-    No value is read on the host off the CPU (the loops run a fixed number of steps there, bounded by `longest`:
-    the room left after the prefix is shorter than the first segment that did not fit).
+    A fixed sequence of tensor operations, the same on every device, with no value read on the host for one row
+    (the shared selection): segments ranked by a stable sort (equal means in segment order, whatever the device
+    and the padding), the prefix that fits from one cumsum and one mask, the smaller segments down the ranking
+    from `first_fit` (the room after the prefix is shorter than the first segment that did not fit, so below
+    `longest`), the last entries from one top-k of at most `longest`.
     """
     R, N = seg.shape
     out = taken.clone()
     mean, length = segment_means(seg, score)
     busy = torch.zeros_like(length).scatter_add_(-1, seg, taken.long()) > 0  # segment already (partly) taken
     mean = mean.masked_fill(busy | (length == 0), float("-inf"))
-    order = mean.argsort(-1, descending=True)                                 # (R, S), free segments first
+    order = torch.sort(mean, dim=-1, descending=True, stable=True).indices    # (R, S), free segments first
     valid = mean.gather(-1, order) > float("-inf")
     olen = length.gather(-1, order)                                           # (R, S) lengths in rank order
     cum = olen.cumsum(-1)
     fits = (cum <= budget[:, None]) & valid                                   # prefix of segments that fit
     longest = min(N, longest or N)
     if exact:
+        # smaller segments further down the ranking, first fit: past the prefix, each one that fits the room left
         left = budget - (cum * fits).max(-1).values                           # (R,) room after the prefix
-        # smaller segments further down the ranking, greedily: each step takes, per row, the first segment past the
-        # last one taken (past the prefix) that fits the room left -- the scan down the ranking, a take at a time
-        nxt = fits.long().sum(-1)                                             # (R,) first column to look at
         cols = torch.arange(order.shape[-1], device=seg.device)
-        for _ in range(longest):                                              # each take shrinks the room by >= 1
-            cand = valid & (olen <= left[:, None]) & (cols >= nxt[:, None])
-            has = cand.any(-1)                                                # (R,)
-            if on_host(has) and not bool(has.any()):
-                break
-            j = cand.long().argmax(-1)                                        # (R,) the first candidate
-            fits.scatter_(-1, j[:, None], (has | fits.gather(-1, j[:, None])[:, 0])[:, None])
-            left = left - olen.gather(-1, j[:, None])[:, 0] * has
-            nxt = torch.where(has, j + 1, nxt)
+        past = valid & (cols >= fits.long().sum(-1, keepdim=True))            # (R, S) down the ranking, free
+        # no free segment past the prefix when left >= longest (the first one that did not fit is longer than left)
+        fits |= first_fit(olen, past, left.clamp(0, longest), longest + 1)
     chosen = torch.zeros_like(mean, dtype=torch.bool).scatter_(-1, order, fits)
     out |= chosen.gather(-1, seg)
-    if exact:
-        left = budget - (out.long().sum(-1) - taken.long().sum(-1))           # (R,) < longest
-        k = count_or_bound(lambda: left.max(), longest, left)
-        if k > 0:  # no free whole segment fits: single entries of the worst-ranked segments
-            S = order.shape[-1]
-            seg_rank = torch.empty_like(order).scatter_(-1, order, torch.arange(S, device=seg.device).expand(R, S))
-            pos = torch.arange(N, device=seg.device).expand(R, N)
-            key = seg_rank.gather(-1, seg) * (N + 1) + (N - pos)              # worst segment, its first entries
-            free = ~out & valid.gather(-1, seg_rank).gather(-1, seg)
-            key = torch.where(free, key, torch.full_like(key, -1))
-            top = key.topk(min(k, N), dim=-1)  # keys are unique: a larger k ranks the same entries first
-            ranks = torch.arange(top.indices.shape[-1], device=seg.device).expand_as(top.indices)
-            pick = (top.values >= 0) & (ranks < left[:, None])
-            out.scatter_(-1, top.indices, pick | out.gather(-1, top.indices))
+    if exact:  # no free whole segment fits what is left (< longest): single entries of the worst-ranked segments
+        left = budget - (out.long().sum(-1) - taken.long().sum(-1))           # (R,)
+        S = order.shape[-1]
+        seg_rank = torch.empty_like(order).scatter_(-1, order, torch.arange(S, device=seg.device).expand(R, S))
+        pos = torch.arange(N, device=seg.device).expand(R, N)
+        key = seg_rank.gather(-1, seg) * (N + 1) + (N - pos)                  # worst segment, its first entries
+        free = ~out & valid.gather(-1, seg_rank).gather(-1, seg)
+        key = torch.where(free, key, torch.full_like(key, -1))
+        top = key.topk(longest, dim=-1)  # keys are unique: a larger k ranks the same entries first
+        ranks = torch.arange(longest, device=seg.device).expand_as(top.indices)
+        pick = (top.values >= 0) & (ranks < left[:, None])
+        out.scatter_(-1, top.indices, pick | out.gather(-1, top.indices))
     return out

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import torch
 
-from ...runtime.devices import count_or_bound
 from .scorer import Scores
 from .segments import segment_ids, take_segments
 
@@ -47,12 +46,12 @@ def select_segments(scores: Scores, starts: torch.Tensor, budget: int, alpha: fl
         taken = take_segments(seg, nov, torch.full((R,), t, device=cap.device), taken, exact=False, longest=max_len)
     by_nuc = taken.clone()
     taken = take_segments(seg, cap, budget - taken.long().sum(-1), taken, exact=True, longest=max_len)
+    # fewer free segments than the budget (tiny pots; none left short otherwise): the best single entries, from a
+    # top-k of the static bound (`short` is never read)
     short = budget - taken.long().sum(-1)                                 # (R,)
-    k = count_or_bound(lambda: short.max(), budget, short)               # off the CPU: never read, at most budget
-    if k > 0:  # fewer free segments than the budget (tiny pots): best single entries
-        extra = cap.masked_fill(taken, float("-inf")).topk(min(k, n), dim=-1).indices
-        rank = torch.arange(extra.shape[-1], device=extra.device).expand_as(extra)
-        taken.scatter_(-1, extra, (rank < short[:, None]) | taken.gather(-1, extra))
+    extra = cap.masked_fill(taken, float("-inf")).topk(min(budget, n), dim=-1).indices
+    rank = torch.arange(extra.shape[-1], device=extra.device).expand_as(extra)
+    taken.scatter_(-1, extra, (rank < short[:, None]) | taken.gather(-1, extra))
     # the `budget` taken entries of each row, ascending (nonzero would read their count on the host)
     cols = torch.arange(n, device=cap.device).expand(R, n)
     idx = torch.where(taken, cols, n).sort(-1).values[:, :budget]
