@@ -5,6 +5,7 @@ CUDA itself skip without it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -106,6 +107,81 @@ def test_reading_reads_nothing_on_the_host_off_the_cpu(model, segment):
         got, reads = _read(model, cfg, ids, watch=True)
     assert sorted(set(reads)) == []
     _same_pot(got, want)
+
+
+class NoHostReads:
+    """While `armed`, any read of a tensor's values on the host raises HostRead: the Tensor methods that read
+    (`item`, `tolist`, `__bool__`, `__int__`, `__float__`, `__index__`, `cpu`, `numpy`) patched, and the operations
+    whose output size depends on the values (`nonzero`, `unique`, a boolean mask's index, ...) seen through a
+    TorchFunctionMode. On CUDA each of these waits for the queue (the CPU analogue of
+    torch.cuda.set_sync_debug_mode("error")); any caller counts, transformers' and torch's own Python included."""
+
+    METHODS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy")
+    OPS = {"nonzero", "unique", "unique_consecutive", "masked_select", "bincount", "repeat_interleave", "argwhere"}
+
+    class HostRead(AssertionError):
+        pass
+
+    def __init__(self, monkeypatch):
+        self.armed = False
+        for name in self.METHODS:
+            orig = getattr(torch.Tensor, name)
+
+            def patched(t, *a, _orig=orig, _name=name, **kw):
+                if self.armed:
+                    raise self.HostRead(f"Tensor.{_name} inside a distillation cycle")
+                return _orig(t, *a, **kw)
+            monkeypatch.setattr(torch.Tensor, name, patched)
+        outer = self
+
+        class Ops(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = getattr(func, "__name__", "")
+                bool_index = name == "__getitem__" and len(args) > 1 and isinstance(args[1], torch.Tensor) \
+                    and args[1].dtype == torch.bool
+                if outer.armed and (name in outer.OPS or bool_index):
+                    raise outer.HostRead(f"{name or func} inside a distillation cycle")
+                return func(*args, **(kwargs or {}))
+        self.ops = Ops
+
+    @contextlib.contextmanager
+    def cycle(self):
+        with self.ops():
+            self.armed = True
+            try:
+                yield
+            finally:
+                self.armed = False
+
+
+@pytest.mark.parametrize("accel", [False, True])
+@pytest.mark.parametrize("arch", ["llama3", "gemma3"])
+def test_a_distillation_cycle_reads_nothing_on_the_host(monkeypatch, accel, arch):
+    """One whole cycle of the default method with a question (InfiniPot §3.2: the chunks that fill the pot, the last
+    piece with the catalyst, CaP and relevance, NuC, sentence units, the segment fill, the gather and CR-RoPE, the
+    evictions queued for the archive) reads no value on the host, on the CPU's paths as on the accelerator's; the
+    archive's host work runs between cycles. Gemma 3: sliding-window layers, a rotation per layer type."""
+    from infinipot_cli.runtime.devices import as_if_on_accelerator as accel_paths
+
+    m = make_model(arch)
+    cfg = PotConfig(size=128, keep=64, chunk=16)
+    eng = Engine(m, SentenceTok(), cfg, catalyst_ids=CATALYST, catalyst_focus=FOCUS)
+    guard = NoHostReads(monkeypatch)
+    with accel_paths() if accel else contextlib.nullcontext():
+        eng.pin(HEADER)
+        eng.feed(_doc(200))  # a first cycle (and the archive's first segments) outside the guard
+        assert eng.cycles >= 1
+        cycle = eng._fill_and_distill
+
+        def guarded(room):
+            with guard.cycle():
+                cycle(room)
+        monkeypatch.setattr(eng, "_fill_and_distill", guarded)
+        before = eng.cycles
+        eng.feed(_doc(120, seed=2))
+        assert eng.cycles > before  # the guarded cycles ran
+        archived = len(eng.archive)  # read outside the cycle: the queued evictions archived now
+    assert archived > 0
 
 
 def test_general_read_reads_on_the_host_once_a_distillation_to_spread(model):

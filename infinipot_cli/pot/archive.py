@@ -16,9 +16,10 @@ what the answer is generated from. Nothing re-reads the source document.
     ids   (T,)   int32  token ids of every archived segment, concatenated
     segs  (K, 2) int64  per segment: document position of its first token, its length
 
-The archive lives in host memory. A pot on an accelerator hands it the positions each distillation evicts as
-device tensors: they are copied to the host without waiting (pinned memory) and archived when the archive is
-next read or at the next distillation, so reading never waits for the copy.
+The archive lives in host memory. A distillation only queues the positions it evicts (on an accelerator as host
+copies in flight, without waiting: pinned memory); they are archived between distillations once their copies have
+landed (`settle(wait=False)`, which the engine calls before each cycle) or when the archive is read. So a
+distillation cycle does no host work on the archive and reads nothing on the host, on any device.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import re
 from collections import Counter
 import torch
 
-from ..runtime.devices import on_host
 from .pot import shared_row
 from .scoring.segments import BoundaryTable, segment_ids, unit_starts
 
@@ -148,30 +148,36 @@ class Archive:
 
     def record_eviction(self, src: torch.Tensor, tok: torch.Tensor, idx: torch.Tensor,
                         boundaries: BoundaryTable) -> None:
-        """Before a distillation keeps `idx` (L, H, K) of the pot's src/tok (L, H, S): archive the document
-        entries that no (layer, head) keeps (with the default shared selection: every evicted entry). Off the CPU
-        the tensors are queued as host copies in flight (one row of each when the selection is shared: every head
-        then holds the same entries) and archived by `_settle`."""
-        self._settle()
-        if on_host(src):
-            self._evict(src, tok, idx, boundaries)
-            return
+        """Before a distillation keeps `idx` (L, H, K) of the pot's src/tok (L, H, S): queue the document entries
+        that no (layer, head) keeps (with the default shared selection: every evicted entry) for archiving, as
+        host copies (off the CPU in flight: one row of each when the selection is shared, since every head then
+        holds the same entries). `settle` or any read of the archive archives them, in order."""
         row = shared_row(idx)
         if row is not None:  # a shared selection's pot holds the same entries in every head
             src, tok, idx = src[:1, :1], tok[:1, :1], row.view(1, 1, -1)
-        host = tuple(t.to("cpu", non_blocking=True) for t in (src, tok, idx))  # pinned: no wait
+        if src.device.type == "cpu":  # a copy: the queue outlives the distillation
+            host = tuple(t.clone() for t in (src, tok, idx))
+        else:
+            host = tuple(t.to("cpu", non_blocking=True) for t in (src, tok, idx))  # pinned: no wait
         done = torch.cuda.Event() if src.device.type == "cuda" else None
         if done is not None:
             done.record()
         self._queued.append((done, host, boundaries))
 
-    def _settle(self) -> None:
-        """Archive the queued evictions, in order (their copies finished long ago: a distillation later, or now)."""
+    def settle(self, wait: bool = True) -> None:
+        """Archive the queued evictions, in order. wait=False: only those whose host copies have landed (all of
+        them on the CPU), stopping at the first still in flight, so the host never waits for the device."""
         while self._queued:
-            done, (src, tok, idx), boundaries = self._queued.pop(0)
+            done, (src, tok, idx), boundaries = self._queued[0]
             if done is not None:
+                if not wait and not done.query():
+                    return
                 done.synchronize()
+            self._queued.pop(0)
             self._evict(src, tok, idx, boundaries)
+
+    def _settle(self) -> None:
+        self.settle(wait=True)
 
     def _evict(self, src: torch.Tensor, tok: torch.Tensor, idx: torch.Tensor, boundaries: BoundaryTable) -> None:
         kept = src.gather(-1, idx)

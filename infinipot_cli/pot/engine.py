@@ -177,6 +177,7 @@ class Engine(AnswerSteps):
         while True:
             room = self._room()
             if len(self.pending) > room:  # the pot would overflow: fill it, catalyst, distill
+                self.archive.settle(wait=False)  # earlier cycles' evictions, between cycles (archive.py)
                 self._fill_and_distill(room)
             elif len(self.pending) > chunk and room > chunk:  # the last piece waits for finish()
                 self._forward(self._take(chunk))
@@ -343,7 +344,8 @@ class Engine(AnswerSteps):
                 rel = stack(capt.relevance)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
-            starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries)
+            # every id the pot holds was observed when it was read (or loaded): the table only indexes
+            starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries, observed=True)
         inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
                               rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
         general = self.catalyst_focus is None if general is None else general
@@ -422,7 +424,7 @@ class Engine(AnswerSteps):
         if pot.acc is not None:  # a policy that accumulates attention: the file's (a pot saved without it: zeros)
             acc = tensors.get("acc")
             pot.acc = acc.to(pot.device) if acc is not None else torch.zeros_like(pot.nov)
-        if eng.policy.needs_units and eng.device.type != "cpu":  # table() indexes only, off the CPU
+        if eng.policy.needs_units:  # a distillation's table() only indexes: every id the pot holds is observed
             eng.boundaries.observe(tensors["tok"].unique().tolist())
         pot.n_pinned = int(facts["n_pinned"])
         pot.n_distilled = int(facts.get("n_distilled", len(pot)))

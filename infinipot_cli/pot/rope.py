@@ -15,7 +15,6 @@ import inspect
 import torch
 
 from ..runtime.compat import text_config
-from ..runtime.devices import on_host
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -79,19 +78,16 @@ class Rerotator:
                  ) -> torch.Tensor:
         """CR-RoPE for the layers `layers` at once: keys (l, B, H, K, D) at positions old_pos (l|1, H|1, K) ->
         the same keys at positions 0..K-1 (a new tensor). One rotation per layer type among them, the shifts of
-        every layer and head as one batch; nothing moves when no shift is non-zero (checked on the CPU only, where
-        it is free: on an accelerator a zero shift rotates by the identity, the same values). `memo`: a dict kept
-        over the calls of one distillation, where shifts shared by every layer and head (old_pos (1, 1, K)) keep
-        their rotation per layer type (and the no-shift answer), computed once."""
+        every layer and head as one batch. A zero shift rotates by the identity (cos 1, sin 0: the same values), so
+        nothing asks whether any key moves: no host read. `memo`: a dict kept over the calls of one distillation,
+        where shifts shared by every layer and head (old_pos (1, 1, K)) keep their rotation per layer type,
+        computed once."""
         K = keys.shape[-2]
         shared = old_pos.shape[0] == 1 and old_pos.shape[1] == 1
         memo = memo if memo is not None and shared else {}
         if "shift" not in memo:
-            shift = (torch.arange(K, device=old_pos.device) - old_pos).to(keys.device)  # (l|1, H|1, K)
-            memo["shift"] = None if on_host(shift) and not bool(shift.any()) else shift
+            memo["shift"] = (torch.arange(K, device=old_pos.device) - old_pos).to(keys.device)  # (l|1, H|1, K)
         shift = memo["shift"]
-        if shift is None:
-            return keys
         types = [self.layer_type(i) for i in range(self.num_layers)[layers]]
         out = None
         for lt in dict.fromkeys(types):

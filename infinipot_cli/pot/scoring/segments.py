@@ -99,7 +99,8 @@ class BoundaryTable:
     The flags live in a dense table, a row per token id (ids not classified yet: all False), kept on every device
     a pot uses. On the CPU `table` classifies the ids it is given first; on an accelerator it only indexes (finding
     the new ids would read them on the host, a wait for the device): there the engine classifies every id when it
-    is read (`observe`, from the host list it forwards), so every id a pot holds is known."""
+    is read (`observe`, from the host list it forwards), so every id a pot holds is known. The engine's
+    distillation says so (`observed=True`) and only indexes on the CPU too: no host read inside a cycle."""
 
     def __init__(self, tokenizer):
         self.tok = tokenizer
@@ -137,9 +138,10 @@ class BoundaryTable:
             got = self._on[device] = (self._version, to_device(self._rows, device, torch.bool))
         return got[1]
 
-    def table(self, tok: torch.Tensor) -> dict[str, torch.Tensor]:
-        """{flag name: bool tensor shaped like `tok`} for every flag in _F."""
-        if on_host(tok):
+    def table(self, tok: torch.Tensor, observed: bool = False) -> dict[str, torch.Tensor]:
+        """{flag name: bool tensor shaped like `tok`} for every flag in _F. `observed`: every id of `tok` was
+        `observe`d already (the engine's pot), so nothing is classified (nor read) here."""
+        if on_host(tok) and not observed:
             self._classify(tok.unique().tolist())
         lut = self._lut(tok.device)
         rows = lut[tok.clamp(0, max(lut.shape[0] - 1, 0))] if lut.shape[0] else \
@@ -161,10 +163,11 @@ def _prev(x: torch.Tensor, fill: bool = False) -> torch.Tensor:
     return torch.cat([torch.full_like(x[..., :1], fill), x[..., :-1]], -1)
 
 
-def sentence_ends(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) -> torch.Tensor:
+def sentence_ends(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable, observed: bool = False) -> torch.Tensor:
     """(..., N) bool: entry i ends a sentence or a paragraph (the module docstring's rules), judged from the
-    texts of entries i-1, i, i+1, i+2 where their document positions are consecutive."""
-    f = table.table(tok)
+    texts of entries i-1, i, i+1, i+2 where their document positions are consecutive (`observed`: as in
+    BoundaryTable.table)."""
+    f = table.table(tok, observed)
     adj = torch.zeros_like(src, dtype=torch.bool)
     adj[..., 1:] = src[..., 1:] == src[..., :-1] + 1       # entry i directly follows entry i-1 in the document
     adj_next = _next(adj)                                  # entry i+1 directly follows entry i
@@ -187,12 +190,12 @@ def sentence_ends(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) ->
     return sentence | paragraph
 
 
-def unit_starts(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable) -> torch.Tensor:
+def unit_starts(src: torch.Tensor, tok: torch.Tensor, table: BoundaryTable, observed: bool = False) -> torch.Tensor:
     """(..., N) bool: entry i starts a unit — its document position does not follow entry i-1's, or it is the
     first entry with text (not only punctuation / whitespace, which stays with the sentence before it) after a
-    sentence or paragraph end. src, tok: (..., N)."""
-    ends = sentence_ends(src, tok, table)
-    blank = table.table(tok)["blank"]
+    sentence or paragraph end. src, tok: (..., N); `observed`: every id was observed (BoundaryTable.table)."""
+    ends = sentence_ends(src, tok, table, observed)
+    blank = table.table(tok, True)["blank"]  # classified by the line above
     N = src.shape[-1]
     idx = torch.arange(N, device=src.device).expand_as(src)
     gap = torch.ones_like(src, dtype=torch.bool)
