@@ -184,6 +184,34 @@ def test_a_distillation_cycle_reads_nothing_on_the_host(monkeypatch, accel, arch
     assert archived > 0
 
 
+@pytest.mark.parametrize("arch", ["llama3", "gemma2", "gemma3", "phi3"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cap_of_all_layers_at_once_is_each_layers_bit_for_bit(arch, dtype):
+    """Off the CPU the catalyst rows of every layer are scored in one batched sequence after the forward
+    (capture.Capture.flush); on the CPU a layer at a time during it: the same scores and relevance, bit for bit
+    (Gemma 2: soft-capping; Gemma 3: sliding and global layers, two groups)."""
+    from infinipot_cli.pot.scoring import capture
+
+    m = make_model(arch).to(dtype)
+    x = torch.tensor([_doc(90, seed=8)])
+    got = []
+    for accel in (False, True):
+        with as_if_on_accelerator() if accel else contextlib.nullcontext(), torch.no_grad():
+            with capture.capture(rows=12, focus=(4, 9), from_layer=0) as capt:
+                m.model(input_ids=x)
+        got.append(capt)
+    cpu, acc = got
+    assert cpu.stacked is None and not cpu.pending and not acc.pending
+    assert sorted(acc.scores) == sorted(cpu.scores) == list(range(m.config.num_hidden_layers))
+    for l in cpu.scores:
+        assert torch.equal(acc.scores[l], cpu.scores[l]) and torch.equal(acc.relevance[l], cpu.relevance[l])
+    L = m.config.num_hidden_layers
+    for kind in ("scores", "relevance"):
+        assert torch.equal(acc.stack(kind, L, 3, 60, "cpu"), cpu.stack(kind, L, 3, 60, "cpu"))
+    # one mask for every layer: one group, stacked (scores[l] its views); Gemma alternates sliding and global layers
+    assert (acc.stacked is not None) == (arch in ("llama3", "phi3"))
+
+
 def test_general_read_reads_on_the_host_once_a_distillation_to_spread(model):
     """A general read (no question) spreads its budget over the document (spread.py): its stretches' counts are
     the one host read a distillation still makes; its pot is the CPU path's."""

@@ -334,14 +334,9 @@ class Engine(AnswerSteps):
         cap = rel = starts = None
         if pol.catalyst is not None and capt is not None and capt.scores:
             dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
-            unread = torch.zeros(H, S - npin, device=dev)  # layers below the policy's cap_from: not captured
-
-            def stack(by_layer: dict[int, torch.Tensor]) -> torch.Tensor:  # -> (L, H, N)
-                return torch.stack([by_layer[l][:, npin:S].float().to(dev) if l in by_layer else unread
-                                    for l in range(L)])
-            cap = stack(capt.scores)
+            cap = capt.stack("scores", L, npin, S, dev)  # (L, H, N), zeros below the policy's cap_from
             if capt.relevance:
-                rel = stack(capt.relevance)
+                rel = capt.stack("relevance", L, npin, S, dev)
         if pol.needs_units:
             rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
             # every id the pot holds was observed when it was read (or loaded): the table only indexes
