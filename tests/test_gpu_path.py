@@ -315,6 +315,45 @@ def test_the_graphed_steps_arithmetic_is_the_eager_steps(model):
         assert torch.equal(la.buffers()[0], lb.buffers()[0]) and torch.equal(la.buffers()[1], lb.buffers()[1])
 
 
+@pytest.mark.parametrize("arch", ["llama3", "gemma3"])
+def test_a_read_with_graphed_forwards_and_selections_keeps_the_same_pot(arch):
+    """The chunk forward (with its CaP capture) and the selection replayed from captured calls (runtime/graphs.py),
+    the CPU's stand-in for a CUDA graph recomputing each replay into the captured tensors: the same pot, archive and
+    answer as the eager read, bit for bit, with replays of both from the third cycle on."""
+    from infinipot_cli.runtime.graphs import EagerGraph, Graphs
+
+    m = make_model(arch)
+    cfg = PotConfig(size=128, keep=64, chunk=64, nuc_sample=False)  # one forward a cycle: pot 64 -> 121 + catalyst
+    ids = _doc(700, seed=6)
+    want, _ = _read(m, cfg, ids)
+    got = Engine(m, SentenceTok(), cfg, catalyst_ids=CATALYST, catalyst_focus=FOCUS)
+    got.graphs = Graphs("cpu", factory=EagerGraph)
+    got.pin(HEADER)
+    got.feed(ids)
+    _same_pot(got, want)
+    assert torch.equal(got.pot.nov, want.pot.nov)
+    kinds = {key[0]: graph.replays for key, (_, graph) in got.graphs.entries.items()}
+    assert kinds.get("forward", 0) >= got.cycles - 3 and kinds.get("select", 0) >= got.cycles - 3, kinds
+    for eng in (want, got):
+        eng.finish()
+    assert got.answer(CATALYST[:4], "question", max_new_tokens=6) == want.answer(CATALYST[:4], "question",
+                                                                                 max_new_tokens=6)
+
+
+def test_a_capture_that_fails_runs_eagerly_with_the_same_values():
+    from infinipot_cli.runtime.graphs import Graphs
+
+    class Refused:
+        def __init__(self, fn, inputs, pool):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    g = Graphs("cpu", factory=Refused)
+    x = torch.arange(6.0)
+    outs = [g.run("k", lambda t: t * 2, (x + i,)) for i in range(4)]
+    assert [o.tolist() for o in outs] == [[(v + i) * 2 for v in range(6)] for i in range(4)]
+    assert g.failed == {"k"} and not g.entries
+
+
 def test_graphs_are_off_the_cpu_and_on_request():
     from infinipot_cli.runtime import graphed_step
 

@@ -298,7 +298,7 @@ def _run_engine(lm, cfg: SpeedConfig, method: str, length, progress) -> dict:
     return {"length": eng.tokens_read, "timings": tm, "peak_entries": eng.pot.peak_entries, "cycles": eng.cycles,
             "kv_bytes": kv_read, "ttft_s": round(first - t1, 4), "gen_tokens": cfg.gen_tokens,
             "gen_tok_s": round((cfg.gen_tokens - 1) / (t2 - first), 1) if t2 > first and cfg.gen_tokens > 1 else None,
-            "note": note}
+            "note": note, "graphs": eng.graphs.summary()}  # CUDA graphs of the cycle: captured, failed (graphs.py)
 
 
 @torch.no_grad()

@@ -24,6 +24,7 @@ from .answer_steps import AnswerSteps
 from .archive import Archive
 from .config import PotConfig, catalyst_room, check_catalyst_room, split_method_spec  # noqa: F401 - re-exported
 from ..runtime.devices import Clock, Tally, to_device
+from ..runtime.graphs import Graphs
 from ..runtime.loading import with_cache
 from ..errors import UsageError
 from ..interrupts import deferred_interrupt
@@ -97,6 +98,7 @@ class Engine(AnswerSteps):
         self._fed = 0                     # document tokens fed (forwarded + pending)
         self.where = ""
         self.timings = Timings()
+        self.graphs = Graphs(self.device)  # CUDA graphs of the chunk forward and the selection (CUDA only)
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.archive = Archive(config.archive_segment)  # evicted sentences (token ids), for questions asked later (recall)
         self.recalled = 0                 # tokens the last answer recalled from the archive
@@ -269,10 +271,7 @@ class Engine(AnswerSteps):
             t0 = clock.now()
             x = to_device([inp], self.device)  # (1, T): no wait for the device (pinned copy on CUDA)
             focus = focus if pol.relevance and pol.catalyst == "prompt" and rows == len(cat) else None
-            with cap_scores.capture(rows=rows, all_rows=pol.needs_acc and not pinned, focus=focus,
-                                    from_layer=pol.cap_from(self.pot.num_layers), device=self.device) as capt:
-                out = self.model.model(input_ids=x, use_cache=True, **with_cache(self.model.model, self.pot.cache))
-            hidden = out.last_hidden_state[0]  # (T, d)
+            hidden, capt = self._model_forward(x, base_len, rows, pol.needs_acc and not pinned, focus)  # (T, d)
             self.timings.add("forward", clock.span(t0))
             self.timings.add("forward", *capt.spans, sign=-1.0)
             self.timings.add("cap", *capt.spans)
@@ -315,6 +314,37 @@ class Engine(AnswerSteps):
             self._emit("read")
         return hidden, capt
 
+    def _model_forward(self, x: torch.Tensor, base_len: int, rows: int, all_rows: bool,
+                       focus: tuple[int, int] | None) -> tuple[torch.Tensor, cap_scores.Capture]:
+        """The model's forward of x (1, T) over the pot's first `base_len` entries, its CaP capture open: (hidden
+        (T, d), Capture). On CUDA, a chunk forward whose shapes come again (every cycle's: the pot starts each one
+        at C entries) is replayed as a CUDA graph (runtime/graphs.py): its keys and values are written into the
+        same rows of the same buffer, its capture into the same tensors. Its CaP time then counts as forward."""
+        cache, model = self.pot.cache, self.model.model
+        from_layer = self.policy.cap_from(self.pot.num_layers)
+        if not self.graphs.on or all_rows or not cache.ready:
+            with cap_scores.capture(rows=rows, all_rows=all_rows, focus=focus, from_layer=from_layer,
+                                    device=self.device) as capt:
+                out = model(input_ids=x, use_cache=True, **with_cache(model, cache))
+            return out.last_hidden_state[0], capt
+
+        def forward(ids: torch.Tensor):  # the same Python state whenever it runs: the rows from base_len on
+            for layer in cache.layers:
+                layer.length = base_len
+            with cap_scores.capture(rows=rows, focus=focus, from_layer=from_layer) as c:  # host timer: no events
+                out = model(input_ids=ids, use_cache=True, **with_cache(model, cache))
+            return out.last_hidden_state[0], c.scores, c.relevance, c.stacked, c.stacked_rel
+
+        T = x.shape[1]
+        key = ("forward", base_len, T, rows, focus, from_layer, cache.k.data_ptr(), cache.v.data_ptr(), cache.capacity)
+        hidden, scores, relevance, stacked, stacked_rel = self.graphs.run(key, forward, (x,))
+        for layer in cache.layers:  # what the forward's cache updates did (a replay runs no Python)
+            layer.length = base_len + T
+        capt = cap_scores.Capture(rows=rows, focus=cap_scores.valid_focus(focus, rows), from_layer=from_layer,
+                                  scores=dict(scores), relevance=dict(relevance), stacked=stacked,
+                                  stacked_rel=stacked_rel)
+        return hidden, capt
+
     # ---- distillation ---------------------------------------------------------------------------
     @torch.no_grad()
     def _distill(self, keep: int, capt: cap_scores.Capture | None, final: bool = False, general: bool | None = None
@@ -331,23 +361,35 @@ class Engine(AnswerSteps):
         clock = self.clock
         t0 = clock.now()
         L, H = pot.num_layers, pot.num_kv_heads
-        cap = rel = starts = None
+        cap = rel = None
         if pol.catalyst is not None and capt is not None and capt.scores:
             dev = pot.nov.device  # scores are stacked where the pot's metadata is: no host copy per layer
             cap = capt.stack("scores", L, npin, S, dev)  # (L, H, N), zeros below the policy's cap_from
             if capt.relevance:
                 rel = capt.stack("relevance", L, npin, S, dev)
-        if pol.needs_units:
-            rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
-            # every id the pot holds was observed when it was read (or loaded): the table only indexes
-            starts = unit_starts(pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:], self.boundaries, observed=True)
-        inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=pot.nov[..., npin:], cap=cap,
-                              rel=rel, acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
         general = self.catalyst_focus is None if general is None else general
-        if self._spreads(general):  # a general read: the budget shared out over the document (spread.py)
-            chosen = spread_select(pol, inp, pot.src[:1, :1, npin:], self.tokens_read, self.cfg.spread)
+        spreads = self._spreads(general)
+        rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
+        src, tok = pot.src[rows, rows, npin:], pot.tok[rows, rows, npin:]  # (L|1, H|1, N)
+
+        def select(src, tok, nov, cap, rel=None):  # -> (L, H, keep - npin) candidate indices, the NuC share
+            # every id the pot holds was observed when it was read (or loaded): the table only indexes
+            starts = unit_starts(src, tok, self.boundaries, observed=True) if pol.needs_units else None
+            inp = SelectionInputs(budget=keep - npin, n=S - npin, shape=(L, H), nov=nov, cap=cap, rel=rel,
+                                  acc=pot.acc[..., npin:] if pol.needs_acc else None, starts=starts)
+            if spreads:  # a general read: the budget shared out over the document (spread.py)
+                return spread_select(pol, inp, src[:1, :1], self.tokens_read, self.cfg.spread), pol.last_nuc
+            return pol.select(inp), pol.last_nuc
+
+        inputs = (src, tok, pot.nov[..., npin:], cap) + ((rel,) if rel is not None else ())
+        if self.graphs.on and pol.share and not spreads and not pol.needs_acc and cap is not None:
+            # the same shapes every cycle: on CUDA a graph from the second one (runtime/graphs.py); the flags table
+            # is brought up to date first and read in place
+            lut = self.boundaries.device_table(pot.device) if pol.needs_units else None
+            key = ("select", S, keep, npin, rel is not None, None if lut is None else (lut.data_ptr(), lut.shape))
+            chosen, pol.last_nuc = self.graphs.run(key, select, inputs)
         else:
-            chosen = pol.select(inp)  # (L, H, keep - npin) candidate indices
+            chosen, pol.last_nuc = select(*inputs)
         # for diagnostics (--trace): which kept entries were chosen by NuC rather than by CaP
         self.last_by_nuc = pol.last_nuc.gather(-1, chosen) if pol.last_nuc is not None else None
         row = shared_row(chosen)

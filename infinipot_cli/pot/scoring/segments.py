@@ -130,13 +130,24 @@ class BoundaryTable:
         self._classify(ids)
 
     def _lut(self, device) -> torch.Tensor:
-        """The (ids, F) table on `device`, copied again after new ids were classified (without waiting: pinned)."""
+        """The (ids, F) table on `device`, brought up to date after new ids were classified: copied in place while
+        it keeps its size (without waiting: pinned memory), so a CUDA graph that reads it reads the new flags; a
+        new tensor when it grew. On the CPU the host table itself."""
         from ...runtime.devices import to_device
 
         got = self._on.get(device)
         if got is None or got[0] != self._version:
-            got = self._on[device] = (self._version, to_device(self._rows, device, torch.bool))
+            rows, table = self._rows, None if got is None else got[1]
+            if table is not None and table is not rows and table.shape == rows.shape:
+                table.copy_(rows.pin_memory() if table.device.type == "cuda" else rows, non_blocking=True)
+            else:
+                table = to_device(rows, device, torch.bool)
+            got = self._on[device] = (self._version, table)
         return got[1]
+
+    def device_table(self, device) -> torch.Tensor:
+        """The (ids, F) flags table `table()` indexes on `device`, up to date (`_lut`)."""
+        return self._lut(torch.device(device) if not isinstance(device, torch.device) else device)
 
     def table(self, tok: torch.Tensor, observed: bool = False) -> dict[str, torch.Tensor]:
         """{flag name: bool tensor shaped like `tok`} for every flag in _F. `observed`: every id of `tok` was
