@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..pot.config import cli_knobs
 
     for f in cli_knobs():  # the pot knobs, as declared (not given: the declared default)
-        ap.add_argument(f.metadata["flag"], dest=f.name, type=type(f.default), default=None)
+        ap.add_argument(f.metadata["flag"], dest=f.name, type=f.metadata["kind"], default=None)  # None: derived
     ap.add_argument("--model", default=None)
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default=None)
