@@ -352,6 +352,8 @@ def test_a_capture_that_fails_runs_eagerly_with_the_same_values():
     outs = [g.run("k", lambda t: t * 2, (x + i,)) for i in range(4)]
     assert [o.tolist() for o in outs] == [[(v + i) * 2 for v in range(6)] for i in range(4)]
     assert g.failed == {"k"} and not g.entries
+    assert g.summary() == {"on": True, "captured": [], "failed": ["k"],
+                           "errors": {"k": "RuntimeError: operation not permitted when stream is capturing"}}
 
 
 def test_graphs_are_off_the_cpu_and_on_request():

@@ -24,6 +24,7 @@ outputs into the captured tensors, which is what a replay does.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from typing import Callable
 
@@ -83,6 +84,7 @@ class Graphs:
         self.entries: dict = {}        # key -> (static inputs, graph)
         self.seen: Counter = Counter()
         self.failed: set = set()       # keys whose capture failed: eager
+        self.errors: dict = {}         # their kind -> why (the first failure's message)
         self.pool = None               # the memory pool every graph shares (their outputs stay allocated)
 
     def run(self, key, fn: Callable, inputs: tuple):
@@ -101,11 +103,9 @@ class Graphs:
         return graph.outputs
 
     def summary(self) -> dict:
-        """What ran as graphs, for a bench record: {"on", "captured", "failed"}, the keys' kinds (their first item)."""
-        def kind(key) -> str:
-            return str(key[0] if isinstance(key, tuple) and key else key)
-        return {"on": self.on, "captured": sorted(kind(k) for k in self.entries),
-                "failed": sorted(kind(k) for k in self.failed)}
+        """What ran as graphs, for a bench record: {"on", "captured", "failed", "errors"}, by the keys' kinds."""
+        return {"on": self.on, "captured": sorted(_kind(k) for k in self.entries),
+                "failed": sorted(_kind(k) for k in self.failed), "errors": dict(self.errors)}
 
     def _capture(self, key, fn: Callable, inputs: tuple):
         """Capture `fn` on copies of `inputs` (the graph's inputs from now on) and replay it once for this call; a
@@ -113,10 +113,18 @@ class Graphs:
         static = tuple(x.clone() for x in inputs)
         try:
             graph = self.factory(fn, static, self.pool)
-        except Exception:  # noqa: BLE001 - a capture the driver refuses (a host read, an unsupported kernel): eager
+        except Exception as e:  # noqa: BLE001 - a capture the driver refuses (a host read, an unsupported kernel)
             self.failed.add(key)
+            why = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            self.errors.setdefault(_kind(key), why)
+            print(f"note: no CUDA graph for the {_kind(key)} ({why}); it runs eagerly, the same values", file=sys.stderr)
             return fn(*inputs)
         self.pool = graph.pool
         self.entries[key] = (static, graph)
         graph.replay()
         return graph.outputs
+
+
+def _kind(key) -> str:
+    """What a key is for: its first item ("forward", "select")."""
+    return str(key[0] if isinstance(key, tuple) and key else key)
