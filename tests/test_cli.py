@@ -97,6 +97,14 @@ def test_binary_stdin_refused():
     assert b"binary" in p.stderr and b"Traceback" not in p.stderr and p.stdout == b""
 
 
+def test_closed_stdin_is_one_line_exit_2():
+    """`ask - Q <&-`: standard input closed, not empty: one line saying so, exit 2 (was an AttributeError)."""
+    p = subprocess.run(["bash", "-c", " ".join(CLI) + " ask - 'what?' -q <&-"], capture_output=True)
+    assert p.returncode == 2, p.stderr
+    assert b"standard input is closed" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert b"Traceback" not in p.stderr and p.stdout == b""
+
+
 def test_missing_model_is_one_line_exit_1(tmp_path):
     r = invoke(["ask", os.path.join(SAMPLES, "lighthouse.txt"), "q", "-q", "-m", str(tmp_path / "no-model")])
     assert r.exit_code == 1

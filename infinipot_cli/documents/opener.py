@@ -62,6 +62,8 @@ def open_source(path: str, format: str = "auto", stdin: IO[bytes] | None = None,
     """
     fmt = normalize_format(format)
     if path == "-":
+        if stdin is None and sys.stdin is None:  # started with standard input closed (`<&-`)
+            raise InputError("standard input is closed: there is no document to read from '-'")
         stream = stdin if stdin is not None else sys.stdin.buffer
         if isinstance(stream, io.TextIOBase):  # given sys.stdin rather than sys.stdin.buffer
             stream = stream.buffer
