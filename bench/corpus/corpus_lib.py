@@ -70,10 +70,11 @@ def passages(path: str, stdin: bool = False) -> list[tuple[str, str]]:
         return [(p.where, p.text) for p in src.passages()]
 
 
-def extracted_text(doc_id: str, path: str, stdin: bool = False) -> str:
-    """The whole text infinipot extracts (passages joined by blank lines), cached in text/<id>.txt."""
-    os.makedirs(TEXT, exist_ok=True)
-    cache = os.path.join(TEXT, doc_id + ".txt")
+def extracted_text(doc_id: str, path: str, stdin: bool = False, text_dir: str = TEXT) -> str:
+    """The whole text infinipot extracts (passages joined by blank lines), cached in `text_dir`/<id>.txt (this
+    folder's text/ by default; bench/testset passes its own)."""
+    os.makedirs(text_dir, exist_ok=True)
+    cache = os.path.join(text_dir, doc_id + ".txt")
     if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
         with open(cache, encoding="utf-8") as f:
             return f.read()

@@ -22,7 +22,7 @@ TEXT = os.path.join(HERE, "text")  # cache of the text infinipot extracts, one f
 if CORPUS not in sys.path:
     sys.path.insert(1, CORPUS)  # after our own folder: our make_parts/make_questions/verify win for plain imports
 
-import corpus_lib  # noqa: E402,F401  (bench/corpus/corpus_lib.py: loaded first, so its folder is the one found)
+import corpus_lib  # noqa: E402  (bench/corpus/corpus_lib.py)
 from corpus_lib import passages, squash, write_json  # noqa: E402,F401
 
 
@@ -75,16 +75,6 @@ def rel_path(fname: str) -> str:
 
 
 def extracted_text(doc_id: str, path: str, stdin: bool = False) -> str:
-    """The whole text infinipot extracts (passages joined by blank lines), cached in text/<id>.txt
-    (as corpus_lib.extracted_text, with this folder's cache)."""
-    os.makedirs(TEXT, exist_ok=True)
-    cache = os.path.join(TEXT, doc_id + ".txt")
-    if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
-        with open(cache, encoding="utf-8") as f:
-            return f.read()
-    text = "\n\n".join(t for _, t in passages(path, stdin))
-    tmp = cache + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, cache)
-    return text
+    """The whole text infinipot extracts (passages joined by blank lines), cached in this folder's text/<id>.txt:
+    corpus_lib.extracted_text with this folder's cache."""
+    return corpus_lib.extracted_text(doc_id, path, stdin, text_dir=TEXT)
