@@ -37,7 +37,7 @@ from typing import Sequence
 
 from . import evidence as ev
 from . import honesty, retrieve, spans
-from ..pot.archive import STOPWORDS, clip_words, words
+from ..pot.archive import STOPWORDS, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
 WRITE_FROM = 1     # passages the model writes from (the best alone: more passages, more look-alikes to confuse)
@@ -589,33 +589,94 @@ def _whole(d_src, seg, texts: list[str], question: str, engine) -> list[retrieve
 def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
              unit: int | None = None) -> list:
     """The passages found for the question as the answer's evidence (evidence.Passage, at most MAX_PASSAGES,
-    about MAX_WORDS words in all): the one holding the span or sentence shown (`unit`) first, else the best, with
-    twice the words of each other (64 and 32: a long sentence's neighbour, where the answer often is, still fits);
-    each its top unit widened in the document to its words (evidence.Neighbours: the units after and before it
-    alternately, within its part, none another passage shows; "--max-ppsize=N" comes with "Currently the maximum
-    value accepted is 100000." four lines below), after its part's heading when that stands apart ("Noteworthy
-    changes in release 8.26 … b2sum is added"), located at its first word."""
+    at most MAX_WORDS words in all, headings and the "…" of a cut counted): the one holding the span or sentence
+    shown (`unit`) first, else the best, with twice the words of each other (64 and 32: a long sentence's
+    neighbour, where the answer often is, still fits); each its top unit widened in the document to its words
+    (evidence.Neighbours: the units after and before it alternately, within its part, none another passage
+    shows; "--max-ppsize=N" comes with "Currently the maximum value accepted is 100000." four lines below),
+    after its part's heading when that stands apart ("Noteworthy changes in release 8.26 … b2sum is added"),
+    cut to its words around the sentence that holds the answer (`unit`'s, else the passage's core: its top unit
+    and a unit either side), located at its first word shown."""
     d_src, seg, texts = doc
     order = sorted(found, key=lambda f: unit is None or unit not in f.units)  # stable: the rest keep their rank
     share = ev.MAX_WORDS // (ev.MAX_PASSAGES + 1)
     near = ev.Neighbours(d_src, seg, texts, ev.part_starts(engine.provenance, sources))
     shown: set[int] = set()
+    left = ev.MAX_WORDS
     out = []
     for f in order:
         if f.top in shown:  # an earlier passage, widened, shows it already
             continue
-        per = 2 * share if not out else share
-        units = near.widen(f.top, per, shown)
+        per = min(2 * share if not out else share, left)
+        if per < MIN_PASSAGE_WORDS:
+            break
+        head = _heading(texts, near, f.heading, f.top, per)
+        units = near.widen(f.top, per - (count_words(head) + 1 if head else 0), shown)
+        # with its core whole (a long unit widens no further: "-i, --spool=N" before it) and the answer's unit
+        want = [u for u in f.units if f.core and f.core[0] <= near.first[u] and near.last[u] < f.core[1]]
+        want += [unit] if unit in f.units else []
+        lo, hi = units[0], units[-1]
+        while want and lo > min(want) and lo - 1 not in shown and near.joins(lo - 1, lo):
+            lo -= 1
+        while want and hi < max(want) and hi + 1 not in shown and near.joins(hi, hi + 1):
+            hi += 1
+        units = list(range(lo, hi + 1))
+        if head and head_unit(texts, near, f.heading, f.top) in units:
+            head = ""  # the passage shows its heading itself
         shown.update(units)
         pos = d_src[(seg >= units[0]) & (seg <= units[-1])]
         a, b = int(pos.min()), int(pos.max()) + 1
         ids = ev.document_tokens(engine, a, b)
         whole = engine.tok.decode(ids, skip_special_tokens=True) if ids else "".join(texts[u] for u in units)
-        text = clip_words(whole, per + 6)
-        if f.heading is not None and f.heading not in units:
-            text = f"{' '.join(texts[f.heading].split())} \u2026 {text}"
-        source, where = ev.locate(engine, a, sources)
-        if "line" in where:
-            where["line"] += len(whole) - len(whole.lstrip("\n"))
-        out.append(ev.Passage(text=text, start=a, stop=b, score=f.score, source=source, where=where))
+
+        def at(p: int) -> int:  # the character offset in `whole` of document position p (a <= p <= b)
+            p = min(max(p, a), b)
+            return len(engine.tok.decode(ids[:p - a], skip_special_tokens=True)) if ids else \
+                sum(len(texts[u]) for u in units if near.last[u] < p)
+
+        cuts = {u: at(near.first[u]) for u in units}
+        keep = []
+        if unit is not None and unit in units:  # the sentence the answer was taken from, then its unit
+            lo, hi = sentence_units(texts, unit)
+            keep = [(at(near.first[lo]), at(near.last[hi] + 1)), (cuts[unit], at(near.last[unit] + 1))]
+        else:
+            keep = [(at(f.core[0]), at(f.core[1]))] if f.core else []
+            keep.append((cuts[f.top], at(near.last[f.top] + 1)))
+        room = per - (count_words(head) + 1 if head else 0)
+        text, off = ev.clip_to(whole, room, [(x, y) for x, y in keep if y > x], sorted(cuts.values()), lead=not head)
+        if head:
+            text = f"{head} {ev.ELLIPSIS} {text}"
+        first = max((u for u in units if cuts[u] <= off), key=lambda u: cuts[u], default=units[0])
+        start = a if first == units[0] else near.first[first]
+        source, where = ev.locate(engine, start, sources)
+        if "line" in where:  # the line of the first word shown (its unit may start with the line break before it)
+            where["line"] += whole[cuts[first]:off].count("\n")
+        left -= count_words(text)
+        out.append(ev.Passage(text=text, start=start, stop=b, score=f.score, source=source, where=where))
     return out
+
+
+MIN_PASSAGE_WORDS = 8    # evidence: a passage gets at least this many words, or is not shown
+HEADING_SHARE = 4        # a part's heading shown before a passage takes at most 1/4 of its words
+
+
+def head_unit(texts: list[str], near: ev.Neighbours, heading: int | None, top: int) -> int | None:
+    """The unit of a passage's part heading (`heading`: retrieve.Found.heading; the unit where the part begins,
+    which may be the blank line before its title: "\\n" then "Summary\\n"), its first unit with text in the part
+    of the passage's top unit `top`; None when there is none."""
+    if heading is None:
+        return None
+    k = heading
+    while k < near.K and k <= top and near.part[k] == near.part[top] and not texts[k].strip():
+        k += 1
+    return k if k < near.K and k <= top and texts[k].strip() and near.part[k] == near.part[top] else None
+
+
+def _heading(texts: list[str], near: ev.Neighbours, heading: int | None, top: int, per: int) -> str:
+    """The text of a passage's part heading as shown before it, on one line, at most per / HEADING_SHARE words
+    (the " … " after it marks a cut); "" when there is none (never an empty heading)."""
+    k = head_unit(texts, near, heading, top)
+    if k is None or k == top:
+        return ""
+    text = ev.clip_to(texts[k], max(1, per // HEADING_SHARE))[0].removesuffix(f" {ev.ELLIPSIS}")
+    return "" if text == ev.ELLIPSIS else text

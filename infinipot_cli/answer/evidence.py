@@ -10,7 +10,7 @@ tokens got from the answer (0 for text the answer did not see) plus the plain wo
 and the answer with it, each scaled to its maximum (rule "document"; the other RULES rank the kept text
 alone; measured in docs/results/qa.md: the answer's attention alone found the answer's passage least often).
 The best units, each widened with its neighbours in the document, are the evidence: at most MAX_PASSAGES
-passages, about MAX_WORDS words in all; the second is the unit the question's words alone rank first (a wrong
+passages, at most MAX_WORDS words in all; the second is the unit the question's words alone rank first (a wrong
 answer's words point at what misled it, the question's at where the answer should be). The evidence is there
 for a reader to check the answer against, so it may show the passage that holds the answer when the model's
 answer missed it.
@@ -27,6 +27,7 @@ piece's start and the passage (the pot and its archive together hold every token
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -39,7 +40,7 @@ from ..pot.scoring.segments import BoundaryTable, segment_ids, unit_starts
 from ..documents.where import Where, without
 
 MAX_PASSAGES = 4
-MAX_WORDS = 160          # words in all the passages together, about (answering.evidence: 64 for the first, 32 each other)
+MAX_WORDS = 160          # words in all the passages together at most, headings and "…" counted (answering: 64, 32)
 UNIT_TOKENS = 40         # a unit (sentence / line) is cut into pieces of at most this many tokens
 FROM_DEPTH = 0.5         # attention is read from the layers at this depth and deeper (where CaP reads it)
 RULES = ("attention", "relevance", "words", "combined", "document")
@@ -324,7 +325,68 @@ def choose(seg: torch.Tensor, texts: list[str], src: torch.Tensor, scores: torch
 
 
 def _clip_words(text: str, limit: int) -> str:
-    return clip_words(text, limit)
+    """`text` cut to at most `limit` words, the " …" that marks the cut counted among them."""
+    return clip_to(text, limit)[0]
+
+
+ELLIPSIS = "\u2026"
+
+
+def clip_to(text: str, limit: int, keep: Sequence[tuple[int, int]] = (), cuts: Sequence[int] = (),
+            lead: bool = True) -> tuple[str, int]:
+    """(shown, at): `text` with its whitespace collapsed and at most `limit` words (count_words), the "…" that
+    mark a cut counted, and the character offset in `text` of its first word shown. `keep`: character ranges
+    [a, b) of `text`, widest first (a passage's core, then its top unit: where the answer is), the first that fits
+    shown whole; the shown words start at the earliest of `cuts` (character offsets where a unit begins: a
+    sentence or line; 0 always) that lets it fit, else at the range itself. `lead`: mark a cut at the start with
+    "… " (a heading before it, "Heading … text", marks it already)."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    chunks = [text[a:b] for a, b in spans]
+    weight = [count_words(c) for c in chunks]
+    N = len(chunks)
+    if limit <= 0 or N == 0:
+        return "", 0
+    if sum(weight) <= limit:
+        return " ".join(chunks), spans[0][0]
+    acc = [0]
+    for w in weight:
+        acc.append(acc[-1] + w)
+    first_at = lambda pos: next((i for i, (_, b) in enumerate(spans) if b > pos), N)  # noqa: E731
+
+    def reach(lo: int) -> int:  # the end of the longest run of chunks from `lo` that fits with its marks
+        room = limit - (lead and lo > 0)
+        hi = lo
+        while hi < N and acc[hi + 1] - acc[lo] + (hi + 1 < N) <= room:
+            hi += 1
+        return hi
+
+    starts = sorted({0, *(first_at(c) for c in cuts)} - {N})
+    lo = None
+    for a, b in keep:
+        k0, k1 = first_at(a), first_at(max(a, b - 1)) + 1
+        if k0 >= N:
+            continue
+        lo = next((c for c in starts if c <= k0 and reach(c) >= k1), k0 if reach(k0) >= k1 else None)
+        if lo is not None:
+            break
+    if lo is None:  # not even the narrowest range fits: from its start, or the unit before it ("-i, --spool=N"
+        # before its long description) when at least half the words are still the range's
+        k0 = first_at(keep[-1][0]) if keep else 0
+        lo = k0 if k0 < N else 0
+        before = [c for c in starts if c < lo]
+        if before and acc[reach(before[-1])] - acc[lo] >= limit // 2:
+            lo = before[-1]
+    hi = reach(lo)
+    while hi == N and lo > 0 and acc[N] - acc[lo - 1] + (lead and lo > 1) <= limit:
+        lo -= 1  # the end of the text shown and words to spare: the words before the cut too
+    head = f"{ELLIPSIS} " if lead and lo > 0 else ""
+    if hi == lo:  # one chunk longer than the room (a run of Han or kana): cut inside it
+        shown = head + clip_words(" ".join(chunks[lo:]), limit - bool(head) - 1)
+    else:
+        shown = head + " ".join(chunks[lo:hi]) + (f" {ELLIPSIS}" if hi < N else "")
+    while count_words(shown) > limit and " " in shown:  # a cut inside a chunk counted short: never over
+        shown = shown.rsplit(" ", 2)[0] + f" {ELLIPSIS}"
+    return shown, spans[lo][0]
 
 
 # ---- locations ---------------------------------------------------------------------------------------------
