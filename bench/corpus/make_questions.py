@@ -273,12 +273,12 @@ Q = [
      "gint, then 0 is returned and error is set to G_KEY_FILE_ERROR_INVALID_VALUE.", "name", N),
     ("gk-8", "glib-keyfile", "Which flag should I load a key file with so that its comments survive when I write it "
      "back?", ["G_KEY_FILE_KEEP_COMMENTS"],
-     "G_KEY_FILE_KEEP_COMMENTS Use this flag if you plan to write the (possibly modified) contents of the key file "
-     "back to a file; otherwise all comments will be lost when the key file is written back.", "option", N),
+     "G_KEY_FILE_KEEP_COMMENTS | Use this flag if you plan to write the (possibly modified) contents of the key "
+     "file back to a file; otherwise all comments will be lost when the key file is written back.", "option", N),
     ("gk-9", "glib-keyfile", "My program edits a config file with GLib and the remarks people wrote in it vanish "
      "when it saves; what should it pass when loading?", ["G_KEY_FILE_KEEP_COMMENTS"],
-     "G_KEY_FILE_KEEP_COMMENTS Use this flag if you plan to write the (possibly modified) contents of the key file "
-     "back to a file; otherwise all comments will be lost when the key file is written back.", "option", "gk-8"),
+     "G_KEY_FILE_KEEP_COMMENTS | Use this flag if you plan to write the (possibly modified) contents of the key "
+     "file back to a file; otherwise all comments will be lost when the key file is written back.", "option", "gk-8"),
     ("gk-10", "glib-keyfile", "What is the name of the main group of a desktop entry file "
      "(G_KEY_FILE_DESKTOP_GROUP)?", ["Desktop Entry"],
      "#define G_KEY_FILE_DESKTOP_GROUP \"Desktop Entry\" The name of the main group of a desktop entry file, as "
