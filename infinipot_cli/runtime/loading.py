@@ -237,6 +237,7 @@ def resolve_model_path(name: str | None, progress=None) -> tuple[str, Path]:
             ggufs = sorted(p.glob("*.gguf")) if p.is_dir() else []
             hint = f" (it holds {ggufs[0].name}: pass that file)" if ggufs else ""
             raise ModelError(f"{name} is not a model folder (no config.json in it) nor a .gguf file{hint}")
+        check_config(p / "config.json")
         return name, p
     if name.lower().endswith(".gguf"):
         raise ModelError(f"GGUF file {name} not found")
@@ -245,14 +246,35 @@ def resolve_model_path(name: str | None, progress=None) -> tuple[str, Path]:
             from huggingface_hub import snapshot_download
 
             local = snapshot_download(name, local_files_only=True)
-            return name, Path(local)
         except Exception as e:  # noqa: BLE001
             raise ModelError(
                 f"model {name!r} is not in the local Hugging Face cache and nothing is downloaded; "
                 f"fetch it on a connected machine (`hf download {name}`) or pass a local folder"
             ) from e
+        if (Path(local) / "config.json").is_file():
+            check_config(Path(local) / "config.json")
+        return name, Path(local)
     raise ModelError(f"model {name!r} not found: pass a .gguf file, ollama:NAME, a local model folder or a cached "
                      "Hugging Face id (`infinipot models` lists them), or omit -m for the built-in model")
+
+
+def check_config(path: Path) -> None:
+    """A model folder's config.json, read before the tokenizer or the weights load: a truncated or damaged file is
+    named in one line (transformers' own error reached the user as a bare "OSError")."""
+    try:
+        cfg = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ModelError(f"{path} is not a model config: it is not text (not UTF-8)") from None
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{path} is not valid JSON ({e.msg}: line {e.lineno}, column {e.colno}): the model's "
+                         "config is damaged or truncated") from None
+    except OSError as e:
+        raise ModelError(f"cannot read {path}: {e.strerror or type(e).__name__}") from None
+    if not isinstance(cfg, dict) or not cfg:
+        held = "an empty object" if isinstance(cfg, dict) else "a list" if isinstance(cfg, list) else "a string" \
+            if isinstance(cfg, str) else "null" if cfg is None else "a single value"
+        raise ModelError(f"{path} is not a model config: it holds {held}, not the model's settings (an object with "
+                         "model_type, hidden_size, ...)")
 
 
 def pick_device(device: str | None) -> torch.device:
@@ -351,7 +373,9 @@ def load_tokenizer(name: str | None = None, progress=None):
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
     except Exception as e:  # noqa: BLE001
-        raise ModelError(f"could not load the tokenizer of {display} from {path}: {type(e).__name__}") from e
+        why = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ModelError(f"could not load the tokenizer of {display} from {path}: {type(e).__name__}"
+                         + (f": {why}" if why else "")) from e
     window = 0
     try:
         cfg = json.loads((path / "config.json").read_text())
