@@ -138,6 +138,24 @@ class Session:
             self.records.append(SourceRecord(path=source, format="tokens", tokens=n))
 
     # ---- answer ---------------------------------------------------------------------------------------
+    def _check_question(self, prompt_len: int, limit: int) -> None:
+        """A question whose prompt (`prompt_len` tokens) the model's window, or the pot beside its pinned header and
+        the answer's `limit` tokens, cannot hold is refused as `ask` refuses it before reading: "the question is too
+        long", a UsageError (exit 2), not the engine's "the pot cannot hold the prompt" (`chat` asks after the read,
+        the pot's size fixed: a 100 KB line piped to it)."""
+        eng, cfg = self.engine, self.engine.cfg
+        config = getattr(eng.model, "config", None)
+        config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        window = int(getattr(config, "max_position_embeddings", 0) or 0)
+        if window and prompt_len > window // 2:
+            raise UsageError(f"the question is too long: {prompt_len:,} tokens, and the model's window is "
+                             f"{window:,}; shorten the question")
+        most = cfg.size - eng.pot.n_pinned - limit - 17  # Engine.answer_room: more than 16 entries beside them
+        if cfg.bounded and prompt_len > most:
+            raise UsageError(f"the question is too long: {prompt_len:,} tokens, and a pot of {cfg.size:,} entries "
+                             f"has room for {max(0, most):,} beside its pinned header and the answer ({limit} "
+                             "tokens); shorten the question")
+
     def ask(self, question: str, max_new_tokens: int = 128, on_text: Callable[[str], None] | None = None,
             answer_prefix: str = "", stop: bool = True, guard: bool = True, grounded: bool = False,
             from_pot: bool = False) -> Answer:
@@ -154,6 +172,7 @@ class Session:
 
         prompt, focus = self.prompts.ask(question, answer_prefix)
         c = answer_controls("ask", self.lm.tokenizer, max_new_tokens, prefix=answer_prefix)
+        self._check_question(len(prompt), c.limit)
         stopper = c.stopper if stop else Stopper("none")
         stop_ids = self.prompts.stop_ids("question") if stop else set()
         controls = dict(stop_ids=stop_ids, should_stop=stopper.should_stop if stop else None,

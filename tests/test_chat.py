@@ -69,11 +69,11 @@ def test_piped_questions_one_answer_line_each_and_save(story_pot, tmp_path):
 def test_a_bad_question_gives_stderr_and_the_rest_is_answered(story_pot):
     long_q = "Why " + "and why " * 400 + "?"
     r = invoke(["chat", "--load-pot", story_pot, "-q"] + ANSWER, input=f"{long_q}\n/nope\n{Q_STEPS}\n")
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # a question too long for the pot is a usage error, as in `ask`
     lines = r.stdout.split("\n")
     assert lines[:2] == ["", ""] and lines[2] and len(lines) == 4  # empty lines for the failed one and /nope
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("infinipot: error:")]
-    assert len(errors) == 1 and "cannot hold the prompt" in errors[0]  # the exit code's reason
+    assert len(errors) == 1 and "the question is too long" in errors[0]  # the exit code's reason
     assert "infinipot: warning: line 2: unknown command /nope" in r.stderr  # a slip, not a failure
     assert "Traceback" not in r.stderr
 

@@ -10,9 +10,11 @@ the questions are not known while reading); then a loop answers each question fr
 - stdin is not a terminal: one line on stdout for every line on stdin, so a script can pair them: the answer
   to a question (its newlines made spaces), an empty line for an empty line, for a /command (its output goes
   to stderr), for a failed question (with one line on stderr) and for /quit, which ends: the lines after it are
-  not read, and one line on stderr says how many were left. The exit code says whether every line was done: 1
-  if a question failed or a command could not do what it names (/save could not write); an unknown /command
-  names nothing to do, so it gets a warning on stderr and leaves the exit code alone --
+  not read, and one line on stderr says how many were left. The exit code says whether every line was done: 0,
+  else the exit code of the first line that was not, as `ask` would exit on it: 2 for a usage error (a question too
+  long for the pot as read, a /save target refused), 1 if a question failed or a command could not do what it
+  names (/save could not write); the other lines are answered all the same. An unknown /command names nothing to
+  do, so it gets a warning on stderr and leaves the exit code alone --
   ``printf 'q1\\nq2\\n' | infinipot chat --load-pot book.pot``.
 
 Session.ask (Engine.answer) undoes what one answer changed in the pot (its narrowing with the question, `final_keep`), so
@@ -172,8 +174,9 @@ class ChatSession:
     # ---- the two loops ------------------------------------------------------------------------------
     def run_lines(self, lines: Iterable[str]) -> int:
         """Questions one per line (stdin not a terminal): one line on `out` for each line in, the answer or an
-        empty line (module docstring). Returns the exit code: 0, or 1 if a question or a command failed."""
-        failed = False
+        empty line (module docstring). Returns the exit code: 0, else the first failed line's (its error's: 2 for
+        a question too long for the pot, as `ask` exits; 1 for a question or a command that failed)."""
+        code = 0  # the exit code of the first line that failed
         lines = iter(lines) if not isinstance(lines, FdLines) else lines
         for n, raw in enumerate(lines, 1):
             line = raw.strip()
@@ -188,7 +191,7 @@ class ChatSession:
                     go_on = True
                 except InfinipotError as e:
                     self._error(str(e))
-                    failed, go_on = True, True
+                    code, go_on = code or e.exit_code, True
                 self._print_line({"command": line}, "")  # its output went to stderr
                 if not go_on:
                     self._left_unread(line, n, lines)
@@ -196,15 +199,15 @@ class ChatSession:
                 continue
             try:
                 self._print_answer(line, self.answer(line))
-            except InfinipotError as e:
+            except InfinipotError as e:  # a question too long for the pot is a usage error (2), as in `ask`
                 self._error(str(e))
                 self._print_answer(line, None, str(e))
-                failed = True
+                code = code or e.exit_code
             except Exception as e:  # noqa: BLE001 - one question's failure does not end the others
                 self._error(f"unexpected {type(e).__name__}: {e}")
                 self._print_answer(line, None, f"{type(e).__name__}: {e}")
-                failed = True
-        return 1 if failed else 0
+                code = code or 1
+        return code
 
     def run_terminal(self, read_line: Callable[[str], str], banner: str = "") -> int:
         """The interactive loop. `read_line(prompt)` is `input` (with readline loaded for history and line
