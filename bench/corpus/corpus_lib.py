@@ -1,16 +1,20 @@
-"""Shared helpers for the corpus scripts: the document table and text extraction through infinipot's own reader.
+"""Shared helpers for the corpus scripts: the document table, text extraction through infinipot's own reader, and
+verify.py's checks.
+
+bench/testset's scripts use them too (by import): every function that reads or writes a folder's files takes the
+folder (its docs/, text/, versions.txt, corpus.json, questions.json), this folder by default.
 
 Run with .venv/bin/python (needs infinipot_cli, pypdf, bs4, ebooklib).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DOCS = os.path.join(HERE, "docs")
 TEXT = os.path.join(HERE, "text")  # cache of the text infinipot extracts, one file per doc
 
 # id, file under docs/, kind, package, what it is[, options]. Options: {"stdin": True} = the bench feeds the
@@ -46,17 +50,32 @@ DOC_TABLE = [
 ]
 
 
-def doc_rows() -> list[tuple[str, str, str, str, str, dict]]:
-    """DOC_TABLE with the options filled in: (id, file, kind, package, description, {"stdin": bool})."""
+def doc_rows(table: list[tuple] = DOC_TABLE) -> list[tuple[str, str, str, str, str, dict]]:
+    """A document table (this folder's DOC_TABLE by default) with the options filled in: (id, file, kind, package,
+    description, {"stdin": bool})."""
     rows = []
-    for doc_id, fname, kind, package, desc, *extra in DOC_TABLE:
+    for doc_id, fname, kind, package, desc, *extra in table:
         opts = {"stdin": False, **(extra[0] if extra else {})}
         rows.append((doc_id, fname, kind, package, desc, opts))
     return rows
 
 
-def doc_path(fname: str) -> str:
-    return os.path.join(DOCS, fname)
+def doc_path(fname: str, folder: str = HERE) -> str:
+    """A document's file: `folder`/docs/<fname>."""
+    return os.path.join(folder, "docs", fname)
+
+
+def read_versions(folder: str = HERE) -> dict[str, str]:
+    """Package -> version, from `folder`/versions.txt (fetch.sh writes it); empty when there is none yet."""
+    versions = {}
+    try:
+        for line in open(os.path.join(folder, "versions.txt"), encoding="utf-8"):
+            m = re.match(r"Package: (\S+) Version: (\S+)", line)
+            if m:
+                versions[m.group(1)] = m.group(2)
+    except FileNotFoundError:
+        pass
+    return versions
 
 
 def passages(path: str, stdin: bool = False) -> list[tuple[str, str]]:
@@ -100,3 +119,128 @@ def write_json(path: str, obj) -> None:
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
+
+
+# ------------------------------------------------------------------------------------------------- verify.py
+def load_set(folder: str = HERE) -> tuple[list[dict], list[dict]]:
+    """`folder`'s corpus.json (the documents) and questions.json (the questions)."""
+    with open(os.path.join(folder, "corpus.json"), encoding="utf-8") as f:
+        docs = json.load(f)
+    with open(os.path.join(folder, "questions.json"), encoding="utf-8") as f:
+        questions = json.load(f)
+    return docs, questions
+
+
+def doc_texts(folder: str, docs: list[dict], cached: bool, failures: list[str]) -> dict[str, str]:
+    """Each document's extracted text, by id (a relative `path` is taken against `folder`): with `cached`, through
+    `folder`/text/, else read afresh (a "stdin" document piped on standard input, as the bench reads it). Appends to
+    `failures` a missing file and every part term that does not occur in its document's text."""
+    texts: dict[str, str] = {}
+    for d in docs:
+        path = d["path"] if os.path.isabs(d["path"]) else os.path.join(folder, d["path"])
+        if not os.path.exists(path):
+            failures.append(f"{d['id']}: missing file {d['path']}")
+            continue
+        if cached:
+            text = extracted_text(d["id"], path, d.get("stdin", False), text_dir=os.path.join(folder, "text"))
+        else:
+            text = "\n\n".join(t for _, t in passages(path, d.get("stdin", False)))
+        texts[d["id"]] = text
+        low = squash(text).lower()
+        for p in d["parts"]:
+            for t in p["terms"]:
+                if t.lower() not in low:
+                    failures.append(f"{d['id']}: part {p['title']!r}: term {t!r} not in text")
+    return texts
+
+
+def check_questions(docs: list[dict], questions: list[dict], texts: dict[str, str], failures: list[str], *,
+                    before=None, after=None, scorer=None, paraphrase_of_count: str = "paraphrases"):
+    """Every question's checks, failures appended to `failures`: its doc is known; an unanswerable one has no answers
+    and no passage; an answerable one has both, its passage occurs in the document's whitespace-normalised text, an
+    answer string occurs in the passage (case-insensitive), its `support` lines follow the passage, it has a `where`;
+    a `paraphrase_of` names a question on the same document.
+
+    Hooks, for a folder's own checks (each returns an iterable of failure messages): before(q, tag, counter) runs
+    first on every question of a known doc; after(q, tag, counter) once its answer checks are done (not for an
+    answerable question without answers or passage, which goes no further). scorer(passage, answers, question):
+    where given, a passage holding an answer string must also answer the question by it.
+
+    Returns (per doc: a Counter of questions, unanswerable and, under `paraphrase_of_count`, the questions with a
+    `paraphrase_of` (hooks may count more); per doc: the relative positions of the passages found)."""
+    by_id = {q["id"]: q for q in questions}
+    doc_ids = {d["id"] for d in docs}
+    per_doc = collections.defaultdict(collections.Counter)
+    positions = collections.defaultdict(list)
+    for q in questions:
+        tag = f"{q['id']} ({q['doc']})"
+        if q["doc"] not in doc_ids:
+            failures.append(f"{tag}: unknown doc")
+            continue
+        c = per_doc[q["doc"]]
+        c["questions"] += 1
+        if before is not None:
+            failures.extend(before(q, tag, c))
+        if q["kind"] == "unanswerable":
+            c["unanswerable"] += 1
+            if q["answers"] or q["passage"]:
+                failures.append(f"{tag}: unanswerable but has answers/passage")
+        else:
+            if not q["answers"] or not q["passage"]:
+                failures.append(f"{tag}: answerable but no answers/passage")
+                continue
+            flat = squash(texts.get(q["doc"], ""))
+            want = squash(q["passage"])
+            pos = flat.find(want)
+            if pos < 0:
+                failures.append(f"{tag}: passage not found in extracted text: {q['passage'][:80]!r}")
+            else:
+                positions[q["doc"]].append(pos / max(1, len(flat)))
+            if not any(a.lower() in want.lower() for a in q["answers"]):
+                failures.append(f"{tag}: no answer string in passage")
+            elif scorer is not None and not scorer(want, q["answers"], q["question"]):
+                failures.append(f"{tag}: the bench's scorer does not find an answer in the passage")
+            for extra in q.get("support", []):  # must follow the passage (e.g. an entry under its header)
+                at = flat.find(squash(extra), max(pos, 0))
+                if pos < 0 or at < 0:
+                    failures.append(f"{tag}: support line not found after the passage: {extra[:80]!r}")
+            if not q.get("where"):
+                failures.append(f"{tag}: no 'where'")
+        if after is not None:
+            failures.extend(after(q, tag, c))
+        if q.get("paraphrase_of"):
+            c[paraphrase_of_count] += 1
+            orig = by_id.get(q["paraphrase_of"])
+            if orig is None or orig["doc"] != q["doc"]:
+                failures.append(f"{tag}: paraphrase_of {q['paraphrase_of']!r} missing or on another doc")
+    return per_doc, positions
+
+
+def print_table(docs: list[dict], per_doc, positions) -> collections.Counter:
+    """The per-document summary (counts and sorted answer positions); returns the counters summed."""
+    print(f"{'doc':24} {'kind':9} {'tokens':>7} {'parts':>5} {'qs':>3} {'unans':>5} {'para':>4}  answer positions")
+    for d in docs:
+        c = per_doc[d["id"]]
+        pos = " ".join(f"{p:.2f}" for p in sorted(positions[d["id"]]))
+        print(f"{d['id']:24} {d['kind']:9} {d['approx_tokens']:7d} {len(d['parts']):5d} {c['questions']:3d} "
+              f"{c['unanswerable']:5d} {c['paraphrases']:4d}  {pos}")
+    total = collections.Counter()
+    for c in per_doc.values():
+        total.update(c)
+    return total
+
+
+def totals_line(docs: list[dict], total: collections.Counter) -> str:
+    return (f"total: {len(docs)} docs, {sum(d['approx_tokens'] for d in docs)} tokens, "
+            f"{sum(len(d['parts']) for d in docs)} parts, {total['questions']} questions "
+            f"({total['unanswerable']} unanswerable, {total['paraphrases']} paraphrases)")
+
+
+def report(failures: list[str], warnings: list[str] | tuple = ()) -> int:
+    """Prints the warnings, the failures and OK (or their count); the exit code: 1 if anything failed."""
+    for w in warnings:
+        print("WARNING", w)
+    for f in failures:
+        print("FAIL", f)
+    print("OK" if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import re
 import sys
 
-from corpus_lib import HERE, WORD, doc_path, doc_rows, extracted_text, passages, write_json
+from corpus_lib import HERE, WORD, doc_path, doc_rows, extracted_text, passages, read_versions, write_json
 
 STOP = set("""
 about above after again against also although among another any anything are aren around because been before
@@ -253,28 +254,32 @@ BUILDERS = {"pdf": parts_pdf, "html": parts_html, "epub": parts_epub, "man": par
             "changelog": parts_changelog, "text": parts_text, "markdown": parts_markdown}
 
 
-def main() -> int:
-    versions = {}
-    try:
-        for line in open(f"{HERE}/versions.txt", encoding="utf-8"):
-            m = re.match(r"Package: (\S+) Version: (\S+)", line)
-            if m:
-                versions[m.group(1)] = m.group(2)
-    except FileNotFoundError:
-        pass
+def write_corpus_json(folder: str = HERE, rows: list[tuple] | None = None, relative: bool = False,
+                      width: int = 22) -> list[dict]:
+    """Write `folder`/corpus.json: for each document of `rows` (doc_rows() of a document table; this folder's by
+    default), read from `folder`/docs/ (its text cached in `folder`/text/), its parts and terms, with the package
+    versions of `folder`/versions.txt. `path` is the document's absolute path, or with `relative` "docs/<file>"
+    (resolved against the folder by bench qa/summary). Prints a line a document (its id padded to `width`) on stderr;
+    returns the entries written. bench/testset's make_parts.py calls it on its own folder and table."""
+    versions = read_versions(folder)
     out = []
-    for doc_id, fname, kind, package, desc, opts in doc_rows():
-        path = doc_path(fname)
-        text = extracted_text(doc_id, path, opts["stdin"])
+    for doc_id, fname, kind, package, desc, opts in doc_rows() if rows is None else rows:
+        path = doc_path(fname, folder)
+        text = extracted_text(doc_id, path, opts["stdin"], text_dir=os.path.join(folder, "text"))
         parts = BUILDERS[kind](path)
         pick_terms(parts, text)
         for p in parts:
             del p["_text"]
-        out.append({"id": doc_id, "path": path, "kind": kind, "package": package,
+        out.append({"id": doc_id, "path": "docs/" + fname if relative else path, "kind": kind, "package": package,
                     "package_version": versions.get(package), "description": desc, "stdin": opts["stdin"],
                     "approx_tokens": len(text) // 4, "chars": len(text), "parts": parts})
-        print(f"{doc_id:22} {kind:9} {len(text)//4:7d} tok  {len(parts):3d} parts", file=sys.stderr)
-    write_json(f"{HERE}/corpus.json", out)
+        print(f"{doc_id:{width}} {kind:9} {len(text)//4:7d} tok  {len(parts):3d} parts", file=sys.stderr)
+    write_json(os.path.join(folder, "corpus.json"), out)
+    return out
+
+
+def main() -> int:
+    write_corpus_json(HERE)
     return 0
 
 

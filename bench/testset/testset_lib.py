@@ -1,9 +1,10 @@
 """Shared helpers for the test-set scripts: the document table, and the corpus scripts' code re-used by import.
 
-bench/corpus's modules are imported from their folder (nothing there is changed): corpus_lib for infinipot's reader
-(`passages`), `squash`, `write_json`; corpus make_parts.py for the per-kind structure builders and term picking;
-corpus make_questions.py for `locate` (the "where" of a passage). The corpus's own scripts have the same file names
-as ours, so they are loaded under other module names (corpus_make_parts, corpus_make_questions).
+bench/corpus's modules are imported from their folder: corpus_lib (infinipot's reader, `write_json`, verify.py's
+checks; its functions take the folder they work on, so ours pass this one); corpus make_parts.py for
+`write_corpus_json` (the per-kind structure builders and term picking); corpus make_questions.py for `locate` (the
+"where" of a passage). The corpus's own scripts have the same file names as ours, so they are loaded under other module
+names (corpus_make_parts, corpus_make_questions).
 
 Run with the project's venv python (needs infinipot_cli, pypdf, bs4, ebooklib).
 """
@@ -16,14 +17,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.normpath(os.path.join(HERE, "..", "corpus"))
-DOCS = os.path.join(HERE, "docs")
-TEXT = os.path.join(HERE, "text")  # cache of the text infinipot extracts, one file per doc
 
 if CORPUS not in sys.path:
     sys.path.insert(1, CORPUS)  # after our own folder: our make_parts/make_questions/verify win for plain imports
 
 import corpus_lib  # noqa: E402  (bench/corpus/corpus_lib.py)
-from corpus_lib import passages, squash, write_json  # noqa: E402,F401
+from corpus_lib import write_json  # noqa: E402,F401
 
 
 def corpus_module(name: str):
@@ -59,22 +58,8 @@ DOC_TABLE = [
 
 def doc_rows() -> list[tuple[str, str, str, str, str, dict]]:
     """DOC_TABLE with the options filled in: (id, file, kind, package, description, {"stdin": bool})."""
-    rows = []
-    for doc_id, fname, kind, package, desc, *extra in DOC_TABLE:
-        rows.append((doc_id, fname, kind, package, desc, {"stdin": False, **(extra[0] if extra else {})}))
-    return rows
+    return corpus_lib.doc_rows(DOC_TABLE)
 
 
 def doc_path(fname: str) -> str:
-    return os.path.join(DOCS, fname)
-
-
-def rel_path(fname: str) -> str:
-    """The path corpus.json records: relative to this folder (bench qa/summary resolve it against the folder)."""
-    return "docs/" + fname
-
-
-def extracted_text(doc_id: str, path: str, stdin: bool = False) -> str:
-    """The whole text infinipot extracts (passages joined by blank lines), cached in this folder's text/<id>.txt:
-    corpus_lib.extracted_text with this folder's cache."""
-    return corpus_lib.extracted_text(doc_id, path, stdin, text_dir=TEXT)
+    return corpus_lib.doc_path(fname, HERE)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Check corpus.json and questions.json against the text infinipot itself extracts from each document.
 
-The corpus's checks (bench/corpus/verify.py), for every question: the passage occurs verbatim (whitespace-normalised)
-in the extracted text; at least one answer string occurs in the passage (case-insensitive); `support` lines follow the
-passage; unanswerable questions have no answers and no passage; `paraphrase_of` names a question on the same
-document. For every part: each term occurs in the text. And, for this test set:
+The corpus's checks (bench/corpus/verify.py's, by the same code: corpus_lib's doc_texts and check_questions), for
+every question: the passage occurs verbatim (whitespace-normalised) in the extracted text; at least one answer string
+occurs in the passage (case-insensitive); `support` lines follow the passage; unanswerable questions have no answers
+and no passage; `paraphrase_of` names a question on the same document. For every part: each term occurs in the text.
+And, for this test set (phrasing_checks, paraphrase_checks, the scorer, check_checksums):
 
 * every question has `phrasing` "paraphrase" or "document"; at least half of all questions are paraphrases;
 * a paraphrase shares no content word with its passage: the question's words (lowercased, split at every
@@ -25,14 +26,12 @@ Usage: .venv/bin/python verify.py [--cached]   (--cached reuses text/<id>.txt if
 
 from __future__ import annotations
 
-import collections
 import hashlib
-import json
 import os
 import re
 import sys
 
-from testset_lib import HERE, extracted_text, passages, squash
+from testset_lib import HERE, corpus_lib  # corpus_lib: bench/corpus's, whose checks (load_set ... report) run here too
 
 # Function words and question scaffolding; a paraphrase may share these with its passage.
 STOP = set("""
@@ -95,110 +94,56 @@ def check_checksums() -> list[str]:
     return warnings
 
 
+def phrasing_checks(q: dict, tag: str, c) -> list[str]:
+    """Before the corpus's checks: a valid `phrasing`; no answer in the question itself."""
+    from infinipot_cli.evaluate.qa import answered
+
+    out = []
+    if q.get("phrasing") not in ("paraphrase", "document"):
+        out.append(f"{tag}: phrasing must be 'paraphrase' or 'document', not {q.get('phrasing')!r}")
+    for a in q["answers"]:  # as the bench's scorer matches: whole words, case-sensitive when <= 2 characters
+        if answered(q["question"], [a]):
+            out.append(f"{tag}: answer {a!r} occurs in the question itself")
+    return out
+
+
+def paraphrase_checks(q: dict, tag: str, c) -> list[str]:
+    """After the corpus's answer checks: a paraphrase is answerable, is counted, and shares no content word with its
+    passage (nor its support lines) but for its `allow` word."""
+    out = []
+    if q.get("phrasing") != "paraphrase":
+        return out
+    if q["kind"] == "unanswerable":
+        return [f"{tag}: an unanswerable question has no passage to be a paraphrase of"]
+    c["paraphrases"] += 1
+    allow = [w.lower() for w in q.get("allow", [])]
+    if len(allow) > 1:
+        out.append(f"{tag}: 'allow' lists {len(allow)} words (at most 1)")
+    against = " ".join([q["passage"], *q.get("support", [])])
+    shared = shared_words(q["question"], against)
+    for w in shared:
+        if w not in allow:
+            out.append(f"{tag}: paraphrase shares the word {w!r} with its passage")
+    for w in allow:
+        if w not in shared:
+            out.append(f"{tag}: 'allow' word {w!r} is not shared with the passage (drop it)")
+    return out
+
+
 def main() -> int:
     from infinipot_cli.evaluate.qa import answered
 
-    cached = "--cached" in sys.argv
-    docs = json.load(open(os.path.join(HERE, "corpus.json"), encoding="utf-8"))
-    questions = json.load(open(os.path.join(HERE, "questions.json"), encoding="utf-8"))
-    by_id = {q["id"]: q for q in questions}
+    docs, questions = corpus_lib.load_set(HERE)
     failures: list[str] = []
-    texts: dict[str, str] = {}
-    for d in docs:
-        path = d["path"] if os.path.isabs(d["path"]) else os.path.join(HERE, d["path"])
-        if not os.path.exists(path):
-            failures.append(f"{d['id']}: missing file {d['path']}")
-            continue
-        if cached:
-            text = extracted_text(d["id"], path, d.get("stdin", False))
-        else:  # a "stdin" document is read as the bench reads it: piped on standard input
-            text = "\n\n".join(t for _, t in passages(path, d.get("stdin", False)))
-        texts[d["id"]] = text
-        low = squash(text).lower()
-        for p in d["parts"]:
-            for t in p["terms"]:
-                if t.lower() not in low:
-                    failures.append(f"{d['id']}: part {p['title']!r}: term {t!r} not in text")
-    doc_ids = {d["id"] for d in docs}
-    per_doc = collections.defaultdict(collections.Counter)
-    positions = collections.defaultdict(list)
-    for q in questions:
-        tag = f"{q['id']} ({q['doc']})"
-        if q["doc"] not in doc_ids:
-            failures.append(f"{tag}: unknown doc")
-            continue
-        c = per_doc[q["doc"]]
-        c["questions"] += 1
-        if q.get("phrasing") not in ("paraphrase", "document"):
-            failures.append(f"{tag}: phrasing must be 'paraphrase' or 'document', not {q.get('phrasing')!r}")
-        for a in q["answers"]:  # as the bench's scorer matches: whole words, case-sensitive when <= 2 characters
-            if answered(q["question"], [a]):
-                failures.append(f"{tag}: answer {a!r} occurs in the question itself")
-        if q["kind"] == "unanswerable":
-            c["unanswerable"] += 1
-            if q["answers"] or q["passage"]:
-                failures.append(f"{tag}: unanswerable but has answers/passage")
-            if q.get("phrasing") == "paraphrase":
-                failures.append(f"{tag}: an unanswerable question has no passage to be a paraphrase of")
-        else:
-            if not q["answers"] or not q["passage"]:
-                failures.append(f"{tag}: answerable but no answers/passage")
-                continue
-            flat = squash(texts.get(q["doc"], ""))
-            want = squash(q["passage"])
-            pos = flat.find(want)
-            if pos < 0:
-                failures.append(f"{tag}: passage not found in extracted text: {q['passage'][:80]!r}")
-            else:
-                positions[q["doc"]].append(pos / max(1, len(flat)))
-            if not any(a.lower() in want.lower() for a in q["answers"]):
-                failures.append(f"{tag}: no answer string in passage")
-            elif not answered(want, q["answers"], q["question"]):
-                failures.append(f"{tag}: the bench's scorer does not find an answer in the passage")
-            for extra in q.get("support", []):  # must follow the passage (e.g. an entry under its header)
-                at = flat.find(squash(extra), max(pos, 0))
-                if pos < 0 or at < 0:
-                    failures.append(f"{tag}: support line not found after the passage: {extra[:80]!r}")
-            if not q.get("where"):
-                failures.append(f"{tag}: no 'where'")
-            if q.get("phrasing") == "paraphrase":
-                c["paraphrases"] += 1
-                allow = [w.lower() for w in q.get("allow", [])]
-                if len(allow) > 1:
-                    failures.append(f"{tag}: 'allow' lists {len(allow)} words (at most 1)")
-                against = " ".join([q["passage"], *q.get("support", [])])
-                shared = shared_words(q["question"], against)
-                for w in shared:
-                    if w not in allow:
-                        failures.append(f"{tag}: paraphrase shares the word {w!r} with its passage")
-                for w in allow:
-                    if w not in shared:
-                        failures.append(f"{tag}: 'allow' word {w!r} is not shared with the passage (drop it)")
-        if q.get("paraphrase_of"):
-            c["rephrasings"] += 1
-            orig = by_id.get(q["paraphrase_of"])
-            if orig is None or orig["doc"] != q["doc"]:
-                failures.append(f"{tag}: paraphrase_of {q['paraphrase_of']!r} missing or on another doc")
-    print(f"{'doc':24} {'kind':9} {'tokens':>7} {'parts':>5} {'qs':>3} {'unans':>5} {'para':>4}  answer positions")
-    for d in docs:
-        c = per_doc[d["id"]]
-        pos = " ".join(f"{p:.2f}" for p in sorted(positions[d["id"]]))
-        print(f"{d['id']:24} {d['kind']:9} {d['approx_tokens']:7d} {len(d['parts']):5d} {c['questions']:3d} "
-              f"{c['unanswerable']:5d} {c['paraphrases']:4d}  {pos}")
-    total = collections.Counter()
-    for c in per_doc.values():
-        total.update(c)
+    texts = corpus_lib.doc_texts(HERE, docs, "--cached" in sys.argv, failures)
+    per_doc, positions = corpus_lib.check_questions(
+        docs, questions, texts, failures, before=phrasing_checks, after=paraphrase_checks, scorer=answered,
+        paraphrase_of_count="rephrasings")
+    total = corpus_lib.print_table(docs, per_doc, positions)
     if 2 * total["paraphrases"] < total["questions"]:
         failures.append(f"only {total['paraphrases']} of {total['questions']} questions are paraphrases (< half)")
-    print(f"total: {len(docs)} docs, {sum(d['approx_tokens'] for d in docs)} tokens, "
-          f"{sum(len(d['parts']) for d in docs)} parts, {total['questions']} questions "
-          f"({total['unanswerable']} unanswerable, {total['paraphrases']} paraphrases)")
-    for w in check_checksums():
-        print("WARNING", w)
-    for f in failures:
-        print("FAIL", f)
-    print("OK" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    print(corpus_lib.totals_line(docs, total))
+    return corpus_lib.report(failures, check_checksums())
 
 
 if __name__ == "__main__":
