@@ -167,10 +167,15 @@ def main() -> None:
               "rankings": {k: {"all": line(v), "paraphrases": line([v[i] for i in paras])} for k, v in rows_out.items()}}
     print(json.dumps(report, indent=1))
     if a.out:
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(report, f, indent=1)
-        os.replace(tmp, a.out)
+        save(a.out, report)
+
+
+def save(path: str, report: dict) -> None:
+    """`report` as JSON in `path`, written whole or not at all."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
