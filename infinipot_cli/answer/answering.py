@@ -36,8 +36,7 @@ from difflib import SequenceMatcher
 from typing import Sequence
 
 from . import evidence as ev
-from .evidence import sentence_units
-from . import honesty, judge, retrieve, spans
+from . import honesty, retrieve, spans
 from ..pot.archive import STOPWORDS, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
@@ -438,6 +437,28 @@ def listed(question: str, found: list[retrieve.Found], texts: list[str]) -> list
     return out
 
 
+_ENDS = (".", "!", "?", ":", ";")
+
+
+def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, int]:
+    """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
+    of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
+    the previous sentence's end and on to its own, at most about `words` words."""
+    def ends(k: int) -> bool:  # a unit of symbols alone ends no sentence: "~." in " ~.  Disconnect."
+        t = texts[k]
+        return (t.rstrip().endswith(_ENDS) and any(c.isalnum() for c in t)) or t.endswith("\n\n") or not t.strip()
+
+    lo = hi = unit
+    n = len(texts[unit].split())
+    while lo > 0 and not ends(lo - 1) and n + len(texts[lo - 1].split()) <= words:
+        lo -= 1
+        n += len(texts[lo].split())
+    while not ends(hi) and hi + 1 < len(texts) and texts[hi + 1].strip() and n + len(texts[hi + 1].split()) <= words:
+        hi += 1
+        n += len(texts[hi].split())
+    return lo, hi
+
+
 def led_into(texts: list[str], hi: int) -> int:
     """The last unit of the sentence the sentence ending at unit `hi` leads into when it ends with a colon
     ("To immediately stop a request within a filter or route use:" | "halt"), else `hi`."""
@@ -508,8 +529,6 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     found, (d_src, seg, texts) = got
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
-    elif not many and engine.cfg.retrieve == "model":  # the model judges the sentences of a paraphrase's passages
-        found = judge.rejudge(engine.model, engine.tok, question, found, (d_src, seg, texts))
     shown_as_evidence = found[:ev.MAX_PASSAGES]
     found = found if many else found[:retrieve.PASSAGES]
     shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
