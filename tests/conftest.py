@@ -38,9 +38,67 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
+# What loading a model reads besides its arguments and its folder.
+_LOAD_ENV = ("INFINIPOT_MODEL", "INFINIPOT_DECODE", "INFINIPOT_CPU_BF16", "INFINIPOT_CUDA_GRAPHS")
+_SHARED: dict = {}  # _shared_key -> what load_model / load_tokenizer returned for it
+
+
+def _shared_key(kind: str, name):
+    """What load_model / load_tokenizer (`kind`) of -m `name` is shared under, or None where it is loaded anew: the
+    built-in model (by any of its names) from its converted folder, under the same environment; and a model
+    folder's tokenizer, as the folder's files are now (a test that changes them gets a new load)."""
+    from infinipot_cli.runtime import catalogue, loading
+
+    env = tuple(os.environ.get(k) for k in _LOAD_ENV)
+    if (name or os.environ.get("INFINIPOT_MODEL") or loading.BUILTIN_NAME) in loading.BUILTIN_ALIASES:
+        folder = catalogue.find_converted(catalogue.BUILTIN.folder)  # None: not converted yet (it converts)
+        return None if folder is None else (kind, env, str(folder))
+    if kind == "tokenizer" and name and os.path.isdir(name):
+        files = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(name)))
+        return (kind, env, os.path.realpath(name), files)
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_load():
+    """One load of the built-in model per session, for the `builtin` fixture and for every command run in-process
+    (CliRunner), and one load of each model's tokenizer: `load_model` of the built-in model on the default device
+    and dtype gives the model loaded before (a load takes ~1.5 s of CPU, the tokenizer's another ~0.4 s, once for
+    every command the in-process tests run). Another model, device or dtype, another
+    $INFINIPOT_DECODE, a cache without the converted model, a model folder whose files changed: loaded as they
+    would be. The commands run as subprocesses load their own."""
+    from infinipot_cli.runtime import loading
+
+    real_model, real_tokenizer = loading.load_model, loading.load_tokenizer
+
+    def load_model(name=None, device=None, dtype=None, progress=None, tokenizer=None):
+        key = _shared_key("model", name) if device is None and dtype is None else None
+        if key is not None and key in _SHARED:
+            return _SHARED[key]
+        lm = real_model(name, device, dtype, progress=progress, tokenizer=tokenizer)
+        if key is not None:
+            _SHARED[key] = lm
+        return lm
+
+    def load_tokenizer(name=None, progress=None):
+        key = _shared_key("tokenizer", name)
+        if key is not None and key in _SHARED:
+            return _SHARED[key]
+        got = real_tokenizer(name, progress=progress)
+        if key is not None:
+            _SHARED[key] = got
+        return got
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loading, "load_model", load_model)
+        mp.setattr(loading, "load_tokenizer", load_tokenizer)
+        yield
+
+
 @pytest.fixture(scope="session")
-def builtin():
-    """The built-in model (SmolLM2-135M-Instruct), converted once into the user cache, loaded once per session."""
+def builtin(_shared_load):
+    """The built-in model (SmolLM2-135M-Instruct), converted once into the user cache, loaded once per session
+    (and shared with the commands run in-process: _shared_load)."""
     from infinipot_cli.runtime.loading import load_model
 
     return load_model(None)
@@ -60,17 +118,31 @@ def builtin_tok():
     return AutoTokenizer.from_pretrained(str(path))
 
 
-@pytest.fixture(scope="session")
-def story_part(tmp_path_factory):
-    """The first ~900 words of sample_docs/lighthouse.txt (whole paragraphs): enough for several distillations of a
-    512-entry pot, a third of the story's read, for tests of saving and resuming rather than of answers."""
+def _story_paragraphs(words_at_least: int) -> str:
+    """The first whole paragraphs of sample_docs/lighthouse.txt that hold `words_at_least` words (a prefix of it)."""
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs", "lighthouse.txt")
     out, words = [], 0
     for para in open(src, encoding="utf-8").read().split("\n\n"):
         out.append(para)
         words += len(para.split())
-        if words >= 900:
+        if words >= words_at_least:
             break
+    return "\n\n".join(out) + "\n"
+
+
+@pytest.fixture(scope="session")
+def story_opening(tmp_path_factory):
+    """The first ~270 words of sample_docs/lighthouse.txt (its title and first three paragraphs, ~380 tokens: a
+    512-entry pot holds them without distilling), for tests of the command line's mechanics, not of reading."""
+    path = tmp_path_factory.mktemp("story") / "lighthouse-opening.txt"
+    path.write_text(_story_paragraphs(270), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def story_part(tmp_path_factory):
+    """The first ~900 words of sample_docs/lighthouse.txt (whole paragraphs): enough for several distillations of a
+    512-entry pot, a third of the story's read, for tests of saving and resuming rather than of answers."""
     path = tmp_path_factory.mktemp("story") / "lighthouse-part.txt"
-    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
+    path.write_text(_story_paragraphs(900), encoding="utf-8")
     return str(path)

@@ -34,10 +34,10 @@ def invoke(args, input=None):
 
 
 @pytest.fixture(scope="module")
-def story_pot(tmp_path_factory, builtin):
-    """A pot of the story read once with the general catalyst (small, so the tests stay fast)."""
+def story_pot(tmp_path_factory, builtin, story_part):
+    """A pot of the story's first part read once with the general catalyst (small, so the tests stay fast)."""
     pot = str(tmp_path_factory.mktemp("chat") / "story.pot")
-    r = invoke(["read", STORY, "--save-pot", pot, "-q"] + SMALL)
+    r = invoke(["read", story_part, "--save-pot", pot, "-q"] + SMALL)
     assert r.exit_code == 0, r.stderr
     return pot
 

@@ -12,8 +12,6 @@ from infinipot_cli.runtime import loading as model_mod
 from infinipot_cli.app import app
 from helpers import one_line
 
-SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_docs")
-STORY = os.path.join(SAMPLES, "lighthouse.txt")
 LOADED = ["--max-new-tokens", "16", "-q", "--json"]  # a loaded pot keeps its own settings
 FAST = ["--pot-size", "512", "--keep", "256"] + LOADED
 
@@ -22,10 +20,10 @@ def invoke(args):
     return CliRunner().invoke(app, args)
 
 
-def test_load_pot_answers_exactly_as_in_process(builtin, tmp_path):
+def test_load_pot_answers_exactly_as_in_process(builtin, story_part, tmp_path):
     pot = str(tmp_path / "story.pot")
     q = "How many steps lead to the lamp room?"
-    first = invoke(["ask", STORY, q, "--save-pot", pot] + FAST)
+    first = invoke(["ask", story_part, q, "--save-pot", pot] + FAST)
     assert first.exit_code == 0, first.stderr
     again = invoke(["ask", "--load-pot", pot, q] + LOADED)
     assert again.exit_code == 0, again.stderr
@@ -45,11 +43,8 @@ def test_load_pot_answers_exactly_as_in_process(builtin, tmp_path):
     assert len(text) > 100
 
 
-def test_interrupted_read_saves_and_resumes(builtin, story_part, tmp_path, monkeypatch):
-    full = str(tmp_path / "full.pot")
-    r = invoke(["read", story_part, "--save-pot", full] + FAST)
-    assert r.exit_code == 0, r.stderr
-    whole = json.loads(r.stdout)
+def test_interrupted_read_saves_and_resumes(story_pot, story_part, tmp_path, monkeypatch):
+    _, whole = story_pot  # the same part read whole with the same settings
 
     part = str(tmp_path / "part.pot")
     calls = {"n": 0}
@@ -94,17 +89,20 @@ def test_bad_pot_file_exit_2(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def story_pot(builtin, tmp_path_factory):
-    """The story read into a 512-entry pot (not to be changed: a test that damages it takes a copy)."""
+def story_pot(builtin, story_part, tmp_path_factory):
+    """The story's first part read into a 512-entry pot (several distillations), and `read --json`'s object (the
+    pot is not to be changed: a test that damages it takes a copy)."""
     pot = tmp_path_factory.mktemp("story") / "p.pot"
-    r = invoke(["read", STORY, "--save-pot", str(pot), "--pot-size", "512", "--keep", "256", "-q"])
+    r = invoke(["read", story_part, "--save-pot", str(pot)] + FAST)
     assert r.exit_code == 0, r.stderr
-    return pot
+    out = json.loads(r.stdout)
+    assert out["pot"]["cycles"] >= 2 and out["sources"][0]["stopped_at"] is None
+    return pot, out
 
 
 def test_a_damaged_pot_is_found_before_the_model_loads(story_pot, tmp_path, monkeypatch):
     pot = tmp_path / "p.pot"
-    data = bytearray(story_pot.read_bytes())
+    data = bytearray(story_pot[0].read_bytes())
     data[-100] ^= 0xFF  # flip bits in the tensor data: the header still parses
     pot.write_bytes(bytes(data))
 
@@ -116,7 +114,7 @@ def test_a_damaged_pot_is_found_before_the_model_loads(story_pot, tmp_path, monk
 
 
 def test_load_pot_accepts_the_settings_it_already_has(story_pot):
-    pot = story_pot
+    pot, _ = story_pot
     r = invoke(["ask", "--load-pot", str(pot), "What was the cat called?", "--pot-size", "512", "--keep", "256",
                 "-q", "--max-new-tokens", "8", "--json"])
     assert r.exit_code == 0, r.stderr
@@ -125,9 +123,9 @@ def test_load_pot_accepts_the_settings_it_already_has(story_pot):
     assert "--pot-size 1024 (the pot has 512)" in err
 
 
-def test_a_document_that_changes_while_read_is_flagged(builtin, tmp_path, monkeypatch):
+def test_a_document_that_changes_while_read_is_flagged(builtin, story_part, tmp_path, monkeypatch):
     doc = tmp_path / "log.txt"
-    doc.write_text(open(STORY).read())
+    doc.write_text(open(story_part).read())
     real, calls = engine_mod.Engine.feed, {"n": 0}
 
     def feed_and_append(self, ids, where=""):

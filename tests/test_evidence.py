@@ -1,15 +1,10 @@
 """Evidence with every answer, honest answers, and the `bench qa` scoring: locations, claims, recall."""
 
-import os
-
 import pytest
 import torch
 
 from infinipot_cli.answer import evidence as ev
 from infinipot_cli.answer import honesty
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STORY = os.path.join(ROOT, "sample_docs", "lighthouse.txt")
 
 
 # ---- locations ---------------------------------------------------------------------------------------------
@@ -109,7 +104,7 @@ def test_refusals_are_recognised():
 
 
 # ---- the built-in model: both flows ------------------------------------------------------------------------
-def _read(lm, pot_size=512, keep=256):
+def _read(lm, path, pot_size=512, keep=256):
     from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.documents import open_source
     from infinipot_cli.pot.engine import Engine
@@ -120,36 +115,44 @@ def _read(lm, pot_size=512, keep=256):
     eng = Engine(lm.model, lm.tokenizer, PotConfig(size=pot_size, keep=keep).validate(),
                  catalyst_ids=P.catalyst("general")[0])
     eng.pin(P.header_ids())
-    rec = SourceRecord(path=STORY, format="text")
-    read_source(eng, lm.tokenizer, open_source(STORY, "auto"), rec)
-    return P, eng, [(STORY, rec.tokens)]
+    rec = SourceRecord(path=path, format="text")
+    read_source(eng, lm.tokenizer, open_source(path, "auto"), rec)
+    return P, eng, [(path, rec.tokens)]
 
 
-def test_evidence_of_an_answer_in_both_flows(builtin):
+@pytest.fixture(scope="module")
+def story_read(builtin, story_part):
+    """The story's first part (~1,300 tokens) read once into a 512-entry pot (4 distillations, an archive) for this
+    module's tests (an answer leaves the pot as read)."""
+    return _read(builtin, story_part)
+
+
+def test_evidence_of_an_answer_in_both_flows(builtin, story_read):
     """The evidence is at most three short passages of the document, each at the line it starts on; a pot
     saved and loaded back (what `ask --load-pot` reads) gives the same evidence."""
     from infinipot_cli.pot.engine import Engine
     from infinipot_cli.answer.grounding import ground
 
-    P, eng, sources = _read(builtin)
-    assert eng.cycles >= 5 and len(eng.archive) > 0
+    P, eng, sources = story_read
+    assert eng.cycles >= 3 and len(eng.archive) > 0
+    path = sources[0][0]
     q = "What was the keeper's cat called?"
     prompt, focus = P.ask(q)
     guess = eng.answer(prompt, "question", 24, P.stop_ids(), focus=focus)
     g = ground(eng, prompt, q, guess, sources)
     assert 1 <= len(g.evidence) <= ev.MAX_PASSAGES
     assert sum(len(p.text.split()) for p in g.evidence) <= ev.MAX_WORDS + 3 * 8
-    story = open(STORY, encoding="utf-8").read()
+    story = open(path, encoding="utf-8").read()
     lines = story.split("\n")
     flat = " ".join(story.split())
     for p in g.evidence:
-        assert p.source == STORY and "line" in p.where
+        assert p.source == path and "line" in p.where
         assert p.text.removesuffix(" …") in flat, p.text  # the document's own words, none split or joined
         assert p.text.split()[0].strip("\"'“") in lines[p.where["line"] - 1], (p.where, p.text)
     js = g.as_json()
     assert set(js["evidence"][0]) >= {"text", "source", "line"}
     # the whole document is recovered from the pot and its archive (the support check reads it)
-    assert honesty.document_text(eng).split() == open(STORY, encoding="utf-8").read().split()
+    assert honesty.document_text(eng).split() == story.split()
 
     loaded = Engine.from_state(builtin.model, builtin.tokenizer, *eng.state())
     guess2 = loaded.answer(prompt, "question", 24, P.stop_ids(), focus=focus)
@@ -157,10 +160,10 @@ def test_evidence_of_an_answer_in_both_flows(builtin):
     assert guess2 == guess and [p.as_json() for p in g2.evidence] == [p.as_json() for p in g.evidence]
 
 
-def test_an_invented_number_is_withheld(builtin):
+def test_an_invented_number_is_withheld(story_read):
     from infinipot_cli.answer.grounding import ground
 
-    P, eng, sources = _read(builtin)
+    P, eng, sources = story_read
     q = "How many steps does the tower have?"
     prompt, focus = P.ask(q)
     eng.answer(prompt, "question", 8, P.stop_ids(), focus=focus)

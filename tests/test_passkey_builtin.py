@@ -88,6 +88,7 @@ def test_answers_a_needle_question_beyond_window(builtin):
     assert "Ilse Brandt" in ans, ans
 
 
+@pytest.mark.slow  # its answer, from the same read through the command line: test_cli.py's test_ask_text_json_schema
 def test_answers_from_a_real_story_through_a_small_pot(builtin):
     """sample_docs/lighthouse.txt (a hand-written story, ~3.2K tokens, lines wrapped inside sentences) through a
     512-entry pot (13 cycles): the clause with the answer survives and the model answers from it. With the

@@ -64,18 +64,21 @@ def test_the_source_is_never_the_target(tmp_path, no_model):
     assert r.exit_code == 2 and doc.read_bytes() == before
 
 
-def test_an_existing_non_pot_file_needs_force(builtin, story_part, tmp_path, monkeypatch):
+def test_an_existing_non_pot_file_needs_force(builtin, story_opening, tmp_path, monkeypatch):
+    doc = story_opening  # what is read does not matter here
     other = tmp_path / "important.txt"
     other.write_text("my notes\n")
-    r = invoke(["read", story_part, "--save-pot", str(other)] + FAST)
+    r = invoke(["read", doc, "--save-pot", str(other)] + FAST)
     assert r.exit_code == 2 and "not an infinipot pot" in r.stderr and "--force" in r.stderr
     assert other.read_text() == "my notes\n"
-    r = invoke(["read", story_part, "--save-pot", str(other), "--force"] + FAST)
+    r = invoke(["read", doc, "--save-pot", str(other), "--force"] + FAST)
     assert r.exit_code == 0, r.stderr
     assert is_pot_file(other)
     # an existing pot is replaced without --force (that is what --save-pot is for)
-    r = invoke(["read", story_part, "--save-pot", str(other)] + FAST)
+    first = other.read_bytes()
+    r = invoke(["read", doc, "--save-pot", str(other), "--pot-size", "1024", "--keep", "256", "-q"])
     assert r.exit_code == 0, r.stderr
+    assert is_pot_file(other) and other.read_bytes() != first
 
 
 def test_a_partial_pot_goes_beside_whatever_is_at_the_target(tmp_path):
@@ -143,7 +146,7 @@ def test_interrupt_with_a_new_target_saves_there(builtin, tmp_path, monkeypatch)
 def test_sigterm_checkpoints_and_exits_143(builtin, tmp_path):
     """A real process: SIGTERM mid-read says so on stderr, saves the partial pot and exits 143."""
     doc = tmp_path / "long.txt"
-    doc.write_text(open(STORY).read() * 6)
+    doc.write_text(open(STORY).read() * 2)  # ~6.5K tokens: the first line with a speed comes well before the end
     pot = tmp_path / "t.pot"
     p = subprocess.Popen([sys.executable, "-m", "infinipot_cli", "read", str(doc), "--save-pot", str(pot),
                           "--pot-size", "512", "--keep", "256"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
