@@ -106,17 +106,16 @@ def test_terminal_loop_with_fake_input(builtin, monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     chat = _session(builtin, out, err)
     n = len(chat.engine.pot)
-    real_answer = chat.engine.answer
+    real_answer = chat.engine.answer_over  # a question of a whole document is written over its passages
     calls = []
 
-    def answer(*a, **kw):  # the second question is interrupted by Ctrl-C half-way
+    def answer_over(*a, **kw):  # the second question is interrupted by Ctrl-C while the model writes
         calls.append(1)
         if len(calls) == 2:
-            kw["on_text"]("Half")
             raise KeyboardInterrupt
         return real_answer(*a, **kw)
 
-    monkeypatch.setattr(chat.engine, "answer", answer)
+    monkeypatch.setattr(chat.engine, "answer_over", answer_over)
     lines = iter([Q_STEPS, Q_STEPS, "  ", "/help", "/inspect", "/bogus", Q_STEPS])
 
     def read_line(prompt):
