@@ -143,14 +143,13 @@ class Session:
         the answer's `limit` tokens, cannot hold is refused as `ask` refuses it before reading: "the question is too
         long", a UsageError (exit 2), not the engine's "the pot cannot hold the prompt" (`chat` asks after the read,
         the pot's size fixed: a 100 KB line piped to it)."""
+        from .pot.answer_steps import MIN_ANSWER_ROOM
+
         eng, cfg = self.engine, self.engine.cfg
         config = getattr(eng.model, "config", None)
         config = config.get_text_config() if hasattr(config, "get_text_config") else config
-        window = int(getattr(config, "max_position_embeddings", 0) or 0)
-        if window and prompt_len > window // 2:
-            raise UsageError(f"the question is too long: {prompt_len:,} tokens, and the model's window is "
-                             f"{window:,}; shorten the question")
-        most = cfg.size - eng.pot.n_pinned - limit - 17  # Engine.answer_room: more than 16 entries beside them
+        _check_window(prompt_len, int(getattr(config, "max_position_embeddings", 0) or 0))
+        most = cfg.size - eng.pot.n_pinned - limit - MIN_ANSWER_ROOM - 1  # as Engine.answer_room
         if cfg.bounded and prompt_len > most:
             raise UsageError(f"the question is too long: {prompt_len:,} tokens, and a pot of {cfg.size:,} entries "
                              f"has room for {max(0, most):,} beside its pinned header and the answer ({limit} "
@@ -464,6 +463,11 @@ def _check_room(cfg, catalyst_len: int, cat_kind: str, loaded: bool, ask_len: in
     if catalyst_len and make_policy(cfg).catalyst == "prompt":
         named = {"question": "question", "text": "--catalyst text"}.get(cat_kind, "")
         check_catalyst_room(cfg, catalyst_len, named, loaded)
+    _check_window(ask_len, window)
+
+
+def _check_window(ask_len: int, window: int) -> None:
+    """A question's prompt (`ask_len` tokens) may take at most half the model's `window` (0: unknown)."""
     if window and ask_len and ask_len > window // 2:
         raise UsageError(f"the question is too long: {ask_len:,} tokens, and the model's window is {window:,}; "
                          "shorten the question")
@@ -473,13 +477,14 @@ def _check_answer_room(job: Job, cfg, prompts: Prompts, tok, pinned: int) -> Non
     """Before the model loads: the answer's prompt and --max-new-tokens must fit the pot beside its pinned header
     (the engine's own check, Engine._final_target, would refuse them only after the read)."""
     from .answer.controls import answer_controls
+    from .pot.answer_steps import MIN_ANSWER_ROOM
 
     if job.kind not in ("ask", "summarize", "chat") or not cfg.bounded:
         return
     kind = "summarize" if job.kind == "summarize" else "ask"
     prompt = len(prompts.summary_ids() if kind == "summarize" else prompts.ask(job.question or "")[0])
     grace = answer_controls(kind, tok, job.max_new_tokens).limit - job.max_new_tokens  # a summary's last sentence
-    most = cfg.size - prompt - pinned - 17 - grace  # the engine needs more than pinned + 16 entries beside them
+    most = cfg.size - prompt - pinned - MIN_ANSWER_ROOM - 1 - grace  # as Engine.answer_room
     if job.max_new_tokens > most:
         fix = "lower --max-new-tokens" + ("" if job.load_pot else " or raise --pot-size")
         raise UsageError(f"--max-new-tokens {job.max_new_tokens} does not fit the pot: {cfg.size:,} entries hold the "

@@ -20,6 +20,8 @@ from ..errors import UsageError
 from ..runtime.generate import AnswerCache, answer_room, generate
 from ..runtime.loading import with_cache
 
+MIN_ANSWER_ROOM = 16  # an answer over chosen text needs more than this many entries of document text beside the rest
+
 
 class AnswerSteps:
     """The answer-time half of `Engine` (engine.py): answering from the pot or over chosen text."""
@@ -141,7 +143,7 @@ class AnswerSteps:
         if not cfg.bounded:
             return 1 << 62
         room = cfg.size - self.pot.n_pinned - prompt_len - max_new_tokens
-        if room <= 16:
+        if room <= MIN_ANSWER_ROOM:
             raise UsageError(f"the pot ({cfg.size}) cannot hold the prompt ({prompt_len} tokens) and the answer "
                              f"budget ({max_new_tokens}); raise --pot-size or lower --max-new-tokens")
         return room
