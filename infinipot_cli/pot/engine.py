@@ -33,6 +33,7 @@ from .scoring import capture as cap_scores
 from .scoring.nuc import novelty
 from .scoring.policies import make_policy
 from .scoring.policy import SelectionInputs
+from .scoring.record import RelevanceRecord
 from .scoring.segments import BoundaryTable, unit_starts
 from .spread import spread_select
 
@@ -108,6 +109,9 @@ class Engine(AnswerSteps):
         # (prompt, focus, Capture) of the read's last forward: used once, dropped when the pot changes
         self._prepared: tuple | None = None
         self._derived: dict[str, tuple] = {}  # derived(): name -> (key, value)
+        # set a RelevanceRecord to keep the question relevance every distillation gave each document token
+        # (scoring/record.py; a probe's measurement: it changes nothing the engine does)
+        self.record: RelevanceRecord | None = None
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -210,6 +214,10 @@ class Engine(AnswerSteps):
         prompt, focus = exp
         _, capt = self._forward(ids, prompt, len(prompt), focus=focus)
         self._prepared = (prompt, focus, capt)
+        if capt.relevance:  # the last piece is scored by the question here, whether or not a distillation follows
+            pot, L = self.pot, self.pot.num_layers
+            npin, S, dev = pot.n_pinned, len(pot), pot.nov.device
+            self._note(capt.stack("scores", L, npin, S, dev), capt.stack("relevance", L, npin, S, dev))
 
     def _take(self, n: int) -> list[int]:
         out, self.pending = self.pending[:n], self.pending[n:]
@@ -367,6 +375,7 @@ class Engine(AnswerSteps):
             cap = capt.stack("scores", L, npin, S, dev)  # (L, H, N), zeros below the policy's cap_from
             if capt.relevance:
                 rel = capt.stack("relevance", L, npin, S, dev)
+                self._note(cap, rel)
         general = self.catalyst_focus is None if general is None else general
         spreads = self._spreads(general)
         rows = slice(0, 1) if pol.share else slice(None)  # shared: every head holds the same entries
@@ -406,6 +415,16 @@ class Engine(AnswerSteps):
             self.cycles += not final
         self.timings.add("rerotate", clock.span(t1))
         self._emit("distill", kept_src=pot.src[0, 0] if row is not None else pot.src)
+
+    def _note(self, cap: torch.Tensor, rel: torch.Tensor) -> None:
+        """Record the question's scores of the pot's entries (cap, rel: (L, H, N) over the unpinned entries)."""
+        pol, pot = self.policy, self.pot
+        if self.record is None or not getattr(pol, "share", False) or not hasattr(pol, "scorer"):
+            return
+        npin = pot.n_pinned
+        src = pot.src[0, 0, npin:npin + rel.shape[-1]]                   # (N,) the shared policy's one row
+        shared = pol.scorer.score(cap, pot.nov[..., npin:npin + rel.shape[-1]], rel).cap.reshape(-1)  # (N,)
+        self.record.observe(src, shared, rel)
 
     def _spreads(self, general: bool) -> bool:
         """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
