@@ -119,7 +119,7 @@ def test_a_passage_does_not_end_inside_a_word_a_long_sentence_was_cut_at():
     assert retrieve._cut_inside(texts[1], texts[2]) and retrieve._cut_inside(texts[2], texts[3])
     assert not retrieve._cut_inside(texts[0], texts[1]) and not retrieve._cut_inside(texts[3], texts[4])
     # the top unit with the units it was cut from (1..3), then one unit with text on each side
-    assert retrieve._core([0, 1, 2, 3, 4, 5], (1, 3), texts) == [0, 1, 2, 3, 4]
+    assert retrieve.core_units([0, 1, 2, 3, 4, 5], (1, 3), texts) == [0, 1, 2, 3, 4]
     assert answering._text({1, 2, 3}, texts).endswith("is: 79fd3d1d-681e-4af2-b209-9f3a51745e1f.\n")
     assert answering._text({0, 4}, texts) == "Other text.\n More text.\n"
 

@@ -131,6 +131,9 @@ def test_ask_text_json_schema(builtin):
         assert out["timings"][k] >= 0
     src = out["sources"][0]
     assert src["format"] == "text" and src["tokens"] == out["tokens_read"] and src["path"].endswith("lighthouse.txt")
+    # each evidence passage with the scores that ranked it: the words', and the model's where it judged
+    assert out["evidence"] and all(set(e["scores"]) <= {"words", "model"} and e["scores"]["words"] > 0
+                                   for e in out["evidence"])
 
 
 def test_answer_streams_to_stdout_only(builtin):

@@ -75,17 +75,3 @@ def test_saved_settings_without_an_option_take_the_papers_value():
     old = PotConfig.from_saved({"size": 96, "keep": 48, "method": "infinipot", "span": 32, "pool": 3})
     assert (old.size, old.segment, old.relevance, old.reencode) == (96, 0, False, False)
     assert PotConfig.from_saved(PotConfig().as_dict()) == PotConfig()
-
-
-def test_retrieve_option_words_is_the_ranking_and_others_are_refused():
-    """`--method infinipot+retrieve=words` names the ranking asks use (the words: the read's attention measured no
-    gain, docs/results/model-retrieval.md); any other value is a usage error naming the option; a pot saved before
-    the option existed reads as words."""
-    from infinipot_cli.errors import UsageError
-    from infinipot_cli.pot.config import PotConfig
-
-    assert PotConfig.resolve("infinipot+retrieve=words").retrieve == "words"
-    assert PotConfig.resolve("infinipot").policy_block()["retrieve"] == "words"
-    assert PotConfig.from_saved({"method": "infinipot"}).retrieve == "words"
-    with pytest.raises(UsageError, match="retrieve must be one of words"):
-        PotConfig.resolve("infinipot+retrieve=attention")

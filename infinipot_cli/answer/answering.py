@@ -36,7 +36,8 @@ from difflib import SequenceMatcher
 from typing import Sequence
 
 from . import evidence as ev
-from . import honesty, retrieve, spans
+from .evidence import sentence_units
+from . import honesty, judge, retrieve, spans
 from ..pot.archive import STOPWORDS, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
@@ -437,28 +438,6 @@ def listed(question: str, found: list[retrieve.Found], texts: list[str]) -> list
     return out
 
 
-_ENDS = (".", "!", "?", ":", ";")
-
-
-def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, int]:
-    """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
-    of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
-    the previous sentence's end and on to its own, at most about `words` words."""
-    def ends(k: int) -> bool:  # a unit of symbols alone ends no sentence: "~." in " ~.  Disconnect."
-        t = texts[k]
-        return (t.rstrip().endswith(_ENDS) and any(c.isalnum() for c in t)) or t.endswith("\n\n") or not t.strip()
-
-    lo = hi = unit
-    n = len(texts[unit].split())
-    while lo > 0 and not ends(lo - 1) and n + len(texts[lo - 1].split()) <= words:
-        lo -= 1
-        n += len(texts[lo].split())
-    while not ends(hi) and hi + 1 < len(texts) and texts[hi + 1].strip() and n + len(texts[hi + 1].split()) <= words:
-        hi += 1
-        n += len(texts[hi].split())
-    return lo, hi
-
-
 def led_into(texts: list[str], hi: int) -> int:
     """The last unit of the sentence the sentence ending at unit `hi` leads into when it ends with a colon
     ("To immediately stop a request within a filter or route use:" | "halt"), else `hi`."""
@@ -523,12 +502,17 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     written from. None when the document is not held whole (the caller answers from
     the pot as the paper does)."""
     many = spans.wanted(question).many
+    judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
     if got is None:
         return None
     found, (d_src, seg, texts) = got
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
+    elif not many and engine.cfg.retrieve == "model":  # the model judges the sentences of a paraphrase's passages
+        by_words = found[0]
+        found = judge.rejudge(engine.model, engine.tok, question, found, (d_src, seg, texts))
+        judged = found[0] if found[0].top != by_words.top else None
     shown_as_evidence = found[:ev.MAX_PASSAGES]
     found = found if many else found[:retrieve.PASSAGES]
     shown = [f for f in found if f.score >= found[0].score / 2][:MANY] if many else found[:WRITE_FROM]
@@ -538,6 +522,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         how, short, unit, invented = several(question, written, shown, texts)
     else:
         how, short, unit, invented = decide(question, written, found, texts)
+        if judged is not None:  # the answer must stand in the sentence the model judged to answer
+            how, short, unit, invented = from_judged(question, written, judged, texts, (how, short, unit, invented))
     if unit is not None and not any(unit in f.units for f in shown_as_evidence):
         # a span found outside the passages (a name's binding): its unit is the first evidence
         pos = d_src[seg == unit]
@@ -567,6 +553,20 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+def from_judged(question: str, written: str, judged: retrieve.Found, texts: list[str], decided: tuple
+                ) -> tuple[str, str, int | None, list[str]]:
+    """The answer decided (`decide`) over the sentence the model judged to answer alone (`judged`: its top unit):
+    the written answer where it stands in that sentence, else a span of it of the kind asked for, else the
+    sentence quoted; `decided` (over all the passages) where that sentence answers nothing of the kind asked."""
+    lo, hi = sentence_units(texts, judged.top)
+    one = retrieve.Found(judged.start, judged.stop, list(range(lo, hi + 1)), judged.top, judged.score, None,
+                         judged.core)
+    how, short, unit, invented = decide(question, written, [one], texts)
+    if how == "not-said":
+        return decided
+    return how, short, unit, invented
 
 
 WHOLE = 2 * retrieve.WIDTH  # a document of at most this many tokens is its own passage when no unit matches
@@ -652,7 +652,8 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
         if "line" in where:  # the line of the first word shown (its unit may start with the line break before it)
             where["line"] += whole[cuts[first]:off].count("\n")
         left -= count_words(text)
-        out.append(ev.Passage(text=text, start=start, stop=b, score=f.score, source=source, where=where))
+        out.append(ev.Passage(text=text, start=start, stop=b, score=f.score, source=source, where=where,
+                               judged=f.judged))
     return out
 
 

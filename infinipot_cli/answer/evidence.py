@@ -59,9 +59,13 @@ class Passage:
     score: float
     source: str = ""
     where: dict = field(default_factory=dict)   # page / chapter / section / line, as the format has them
+    judged: float | None = None                 # the model's log P(question | its best sentence), where it judged
 
     def as_json(self) -> dict:
-        return {"text": self.text, "source": self.source, **self.where}
+        scores = {"words": round(self.score, 3)}
+        if self.judged is not None:
+            scores["model"] = round(self.judged, 3)
+        return {"text": self.text, "source": self.source, **self.where, "scores": scores}
 
     def label(self) -> str:
         return where_label(self.where)
@@ -551,3 +555,25 @@ def score_context(engine, ctx: Context, prompt: list[int], answer: str,
     ans_ids = tokz.encode(answer, add_special_tokens=False) if answer.strip() else []
     att, rel = answer_attention(engine.model, ctx.header, ctx.tok, prompt, ans_ids)
     return {"seg": seg, "texts": texts, "att": att, "rel": rel}
+
+
+_ENDS = (".", "!", "?", ":", ";")
+
+
+def sentence_units(texts: list[str], unit: int, words: int = 60) -> tuple[int, int]:
+    """[first, last] units of the whole sentence unit `unit` is part of: units are sentences, lines and pieces
+    of long sentences, so a line of a PDF paragraph or "-J, --xz" before its description is completed, back to
+    the previous sentence's end and on to its own, at most about `words` words."""
+    def ends(k: int) -> bool:  # a unit of symbols alone ends no sentence: "~." in " ~.  Disconnect."
+        t = texts[k]
+        return (t.rstrip().endswith(_ENDS) and any(c.isalnum() for c in t)) or t.endswith("\n\n") or not t.strip()
+
+    lo = hi = unit
+    n = len(texts[unit].split())
+    while lo > 0 and not ends(lo - 1) and n + len(texts[lo - 1].split()) <= words:
+        lo -= 1
+        n += len(texts[lo].split())
+    while not ends(hi) and hi + 1 < len(texts) and texts[hi + 1].strip() and n + len(texts[hi + 1].split()) <= words:
+        hi += 1
+        n += len(texts[hi].split())
+    return lo, hi

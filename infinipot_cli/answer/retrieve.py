@@ -55,6 +55,7 @@ class Found:
     score: float
     heading: int | None = None
     core: tuple[int, int] | None = None  # [start, stop) of the top unit and the unit with text on each side
+    judged: float | None = None  # where the model judged (judge.py): its best log P(question | sentence) here
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
@@ -208,13 +209,13 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
         group = sorted(set(group) | set(range(a, b + 1)))
         used.update(group)
         h = int(heading[k])
-        core = _core(group, (a, b), texts)
+        core = core_units(group, (a, b), texts)
         out.append(Found(int(first[group[0]]), int(last[group[-1]]) + 1, group, k, float(scores[k]),
                          None if h < 0 or h in group else h, (int(first[core[0]]), int(last[core[-1]]) + 1)))
     return out, doc
 
 
-def _core(group: list[int], top: tuple[int, int], texts: list[str]) -> list[int]:
+def core_units(group: list[int], top: tuple[int, int], texts: list[str]) -> list[int]:
     """The top unit of a passage's units `group` with the units it is cut from (`top`: the first and last of
     them, see passages) and the nearest unit with text on each side (with the blank ones between): what the model
     writes from."""

@@ -371,9 +371,11 @@ def qa_cmd(
     flows: str = typer.Option("direct,read-then-ask", "--flows", metavar="FLOWS",
                               help="Comma-separated: direct (ask DOC Q: one read per question, the question as the "
                                    "catalyst), read-then-ask (one read, saved pot, every question asked from it)."),
-    baselines: str = typer.Option("whole,words", "--baselines", metavar="BASELINES",
+    baselines: str = typer.Option("whole,words,retrieve=words", "--baselines", metavar="BASELINES",
                                   help="Comma-separated, or none: whole (the whole document in the model's window, "
-                                       "where it fits), words (the best-matching passages by word overlap alone)."),
+                                       "where it fits), words (the best-matching passages by word overlap alone), "
+                                       "retrieve=words (read-then-ask with no model judging: the method option "
+                                       "retrieve=words, from the same read)."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N", min=1,
                                              help="Skip documents longer than this (approximate tokens)."),
     direct_max_tokens: Optional[int] = typer.Option(None, "--direct-max-tokens", metavar="N", min=1,

@@ -11,6 +11,8 @@ For each document (filtered by --docs, at most --limit questions each) the quest
     whole          baseline: the whole document in the model's window (only where it fits), read once
     words          baseline: the document's best-matching passages by plain word overlap (BM25 over ~40-word
                    chunks, up to `final_keep` tokens, in document order) given to the model alone
+    retrieve=words ablation: read-then-ask with the method option retrieve=words (the words alone find and
+                   judge the passages; no model judging), from the same read as read-then-ask when that runs
 
 Metrics per document and flow: right (an acceptable answer in the short answer shown: the model's sentence, or
 the span taken from the document; matched as a whole word, case-sensitively for one- and two-character answers),
@@ -36,7 +38,8 @@ from typing import Callable
 from ..errors import UsageError
 
 FLOWS = ("direct", "read-then-ask")
-BASELINES = ("whole", "words")
+BASELINES = ("whole", "words", "retrieve=words")
+WORDS_ONLY = "retrieve=words"
 CHUNK_WORDS = 40
 
 
@@ -304,7 +307,20 @@ def run_read_then_ask(lm, cfg, doc, qs, emit):
             os.remove(path)
         os.rmdir(folder)
     for q in qs:
-        emit(record(q, "read-then-ask", s, _ask(s, q, cfg), read_s))
+        if "read-then-ask" in cfg.flows:
+            emit(record(q, "read-then-ask", s, _ask(s, q, cfg), read_s))
+        if WORDS_ONLY in cfg.baselines:  # the same pot, the answer's passages found and judged by the words alone
+            emit(record(q, WORDS_ONLY, s, _ask_with(s, q, cfg, "words"), read_s))
+
+
+def _ask_with(session, q: dict, cfg: QAConfig, retrieve: str):
+    """`_ask` with the pot's `retrieve` option set to `retrieve` for this question (it only acts when answering)."""
+    pot_cfg = session.engine.cfg
+    was, pot_cfg.retrieve = pot_cfg.retrieve, retrieve
+    try:
+        return _ask(session, q, cfg)
+    finally:
+        pot_cfg.retrieve = was
 
 
 def window(model) -> int:
@@ -366,7 +382,7 @@ def run_words(lm, cfg, doc, qs, emit):
 
 
 RUNNERS: dict[str, Callable] = {"direct": run_direct, "read-then-ask": run_read_then_ask, "whole": run_whole,
-                                "words": run_words}
+                                "words": run_words, WORDS_ONLY: run_read_then_ask}
 
 
 def run_qa(lm, cfg: QAConfig, on_record: Callable[[dict], None], log: Callable[[str], None]) -> list[dict]:
@@ -375,6 +391,8 @@ def run_qa(lm, cfg: QAConfig, on_record: Callable[[dict], None], log: Callable[[
     skipped = []
     for doc, qs in pick(table, questions, cfg):
         for flow in list(cfg.flows) + list(cfg.baselines):
+            if flow == WORDS_ONLY and "read-then-ask" in cfg.flows:
+                continue  # asked from read-then-ask's read
             if flow == "direct" and cfg.direct_max_tokens and doc.get("approx_tokens", 0) > cfg.direct_max_tokens:
                 skipped.append({"doc": doc["id"], "flow": flow, "why": "longer than --direct-max-tokens"})
                 continue

@@ -66,9 +66,11 @@ class PotConfig:
     nuc_sample: bool = knob(True, "With a vocabulary too large for a small model's read (Gemma 3 270M's 262K), NuC's "
                                   "log-sum-exp over a sample of it (off = the whole vocabulary, as the paper).",
                             infinipot=True)
-    retrieve: str = knob("words", "How a question's passages are ranked: words (BM25 over the document as read, with "
-                                  "answer typing). The read's own attention was measured as a ranking and not kept "
-                                  "(docs/results/model-retrieval.md).", infinipot=True, choices=("words",))
+    retrieve: str = knob("model", "How a question's passages are found and judged: model (the words find them; where "
+                                  "the best sentence shares few of the question's words, the model judges which "
+                                  "sentence answers it: the likelihood of the question given each) or words (the "
+                                  "words alone: BM25 with answer typing). docs/results/model-retrieval.md.",
+                         infinipot=True, choices=("model", "words"))
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
@@ -204,7 +206,7 @@ def _range_text(f: dataclasses.Field) -> str:
 # from the pot's KV), one flag away as `--method infinipot-paper`.
 PAPER_OPTIONS = {"share": False, "share_from": 0.0, "segment": 0, "relevance": False, "final_keep": 0,
                  "reencode": False, "recall": 0,
-                 "spread": 0, "nuc_sample": False}
+                 "spread": 0, "nuc_sample": False, "retrieve": "words"}
 PRESETS = {"infinipot-paper": ("infinipot", PAPER_OPTIONS), "cap-paper": ("cap", PAPER_OPTIONS)}
 
 
