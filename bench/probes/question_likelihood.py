@@ -8,8 +8,8 @@ weights do) and the model's likelihood of the question given the sentence (UPR, 
 P(question | the sentence, shown in the model's chat template as a text to write a question about; --style plain:
 "Passage: <sentence> A question this passage answers:"). A question counts when a candidate holds one of its
 answers; a ranking is right when its first candidate holds one; "gated": the model's first only where the words'
-first sentence holds less than GATE of the question's words (tried end to end in `ask`, not kept:
-model-retrieval.md).
+first sentence holds less than GATE of the question's words (what `ask` does: the judge's code is `ask`'s own,
+infinipot_cli/answer/judge.py; model-retrieval.md).
 Paraphrased questions are reported apart.
 
 The document's units are made from its tokens as the reader cuts them (no model read is needed: the units of a
@@ -26,7 +26,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -34,10 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from infinipot_cli.answer import answering, evidence as ev, retrieve  # noqa: E402
-from infinipot_cli.answer.answering import sentence_units  # noqa: E402
+from infinipot_cli.answer.judge import GATE, candidates, likelihoods, overlap, sentence  # noqa: E402
 from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
-from infinipot_cli.pot.archive import STOPWORDS, words  # noqa: E402
 from infinipot_cli.pot.scoring.segments import BoundaryTable  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from attention_retrieval import save  # noqa: E402
@@ -77,82 +75,6 @@ class TextOnly:
                                   parts=ev.part_ids(src, ev.part_starts(self.provenance)))
             self._units = (src, seg, texts)
         return self._units
-
-
-MAX_SENTENCE_TOKENS = 96   # a candidate sentence is cut to this many tokens (a PDF's run-on "sentence")
-BATCH = 16                 # candidates forwarded together
-
-
-def candidates(found: Sequence[retrieve.Found], texts: list[str]) -> list[int]:
-    """The first unit of every sentence of the passages `found` (sentence_units), in the passages' order, each
-    once: what the model judges."""
-    out: list[int] = []
-    seen: set[tuple[int, int]] = set()
-    for f in found:
-        for u in [f.top] + [u for u in f.units if u != f.top]:
-            if not any(c.isalnum() for c in texts[u]):
-                continue
-            span = sentence_units(texts, u)
-            if span in seen:
-                continue
-            seen.add(span)
-            out.append(u)
-    return out
-
-
-def sentence(texts: list[str], unit: int) -> str:
-    """The whole sentence unit `unit` is part of, on one line."""
-    lo, hi = sentence_units(texts, unit)
-    return " ".join("".join(texts[lo:hi + 1]).split())
-
-
-def likelihoods(model, tokenizer, question: str, sentences: Sequence[str], style: str = "plain") -> list[float]:
-    """log P(question | "Passage: <sentence>") for each sentence: the summed log-probabilities of the question's
-    tokens after the passage (the same question each time, so the sum ranks as the mean does). `style` "chat":
-    the passage as a user's request for a question, in the model's chat template."""
-    if not sentences:
-        return []
-    rows = []
-    if style == "chat":
-        q = tokenizer.encode(question.strip(), add_special_tokens=False)
-        for s in sentences:
-            body = tokenizer.decode(tokenizer.encode(s, add_special_tokens=False)[:MAX_SENTENCE_TOKENS])
-            msgs = [{"role": "user", "content": f"Write a question that this text answers.\n\nText: {body}"}]
-            rows.append(tokenizer.encode(tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False), add_special_tokens=False))
-    else:
-        q = tokenizer.encode(" " + question.strip(), add_special_tokens=False)
-        head = tokenizer.encode("Passage:", add_special_tokens=False)
-        tail = tokenizer.encode("\nA question this passage answers:", add_special_tokens=False)
-        for s in sentences:
-            body = tokenizer.encode(" " + s, add_special_tokens=False)[:MAX_SENTENCE_TOKENS]
-            rows.append(head + body + tail)
-    out: list[float] = []
-    dev = next(model.parameters()).device
-    for i in range(0, len(rows), BATCH):
-        part = rows[i:i + BATCH]
-        n = max(len(r) for r in part) + len(q)
-        ids = torch.zeros(len(part), n, dtype=torch.long)           # (B, n) right-padded
-        mask = torch.zeros(len(part), n, dtype=torch.long)
-        for b, r in enumerate(part):
-            ids[b, :len(r) + len(q)] = torch.tensor(r + q)
-            mask[b, :len(r) + len(q)] = 1
-        with torch.no_grad():
-            logits = model(input_ids=ids.to(dev), attention_mask=mask.to(dev)).logits.float()  # (B, n, V)
-        logp = logits.log_softmax(-1)
-        for b, r in enumerate(part):
-            at = torch.arange(len(r) - 1, len(r) - 1 + len(q))          # the rows predicting the question's tokens
-            out.append(float(logp[b, at.to(dev), torch.tensor(q, device=dev)].sum()))
-    return out
-
-
-GATE = 0.2   # the model judges when the words' best sentence holds less than this share of the question's words
-
-
-def overlap(question: str, text: str) -> float:
-    """The share of the question's content words that `text` holds (1.0 for a question of none)."""
-    asked = [w for w in dict.fromkeys(words(question)) if w not in STOPWORDS]
-    held = set(words(text))
-    return sum(w in held for w in asked) / len(asked) if asked else 1.0
 
 
 def main() -> None:
