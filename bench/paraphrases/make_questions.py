@@ -24,7 +24,6 @@ Usage: cd bench/paraphrases && ../../.venv/bin/python make_questions.py
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -35,18 +34,12 @@ if TESTSET not in sys.path:
     sys.path.insert(1, TESTSET)  # after our own folder: our make_questions/verify win for plain imports
 
 # bench/testset/testset_lib.py: CORPUS (bench/corpus), its corpus_lib, and corpus_module (bench/corpus/<name>.py)
-from testset_lib import CORPUS, corpus_lib, corpus_module, write_json  # noqa: E402
+from testset_lib import CORPUS, corpus_lib, corpus_module, folder_module, write_json  # noqa: E402
 
 
 def testset_module(name: str):
     """bench/testset/<name>.py loaded as module testset_<name> (ours have the same file names)."""
-    key = "testset_" + name
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, os.path.join(TESTSET, name + ".py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[key] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[key]
+    return folder_module(TESTSET, "testset", name)
 
 
 P = "paraphrase"

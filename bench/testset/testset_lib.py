@@ -25,15 +25,21 @@ import corpus_lib  # noqa: E402  (bench/corpus/corpus_lib.py)
 from corpus_lib import write_json  # noqa: E402,F401
 
 
-def corpus_module(name: str):
-    """bench/corpus/<name>.py loaded as module corpus_<name> (its own `from corpus_lib import ...` still works)."""
-    key = "corpus_" + name
+def folder_module(folder: str, prefix: str, name: str):
+    """<folder>/<name>.py loaded as module <prefix>_<name>: a bench folder's script whose file name another
+    folder's scripts also use."""
+    key = prefix + "_" + name
     if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, os.path.join(CORPUS, name + ".py"))
+        spec = importlib.util.spec_from_file_location(key, os.path.join(folder, name + ".py"))
         mod = importlib.util.module_from_spec(spec)
         sys.modules[key] = mod
         spec.loader.exec_module(mod)
     return sys.modules[key]
+
+
+def corpus_module(name: str):
+    """bench/corpus/<name>.py loaded as module corpus_<name> (its own `from corpus_lib import ...` still works)."""
+    return folder_module(CORPUS, "corpus", name)
 
 
 # id, file under docs/, kind, package, what it is[, options]. Options: {"stdin": True} = the bench feeds the
