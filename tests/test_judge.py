@@ -69,6 +69,19 @@ def test_likelihoods_rank_the_answering_sentence_first(builtin):
     assert judge.likelihoods(lm.model, lm.tokenizer, FORK_Q, []) == []
 
 
+def test_a_model_without_a_chat_template_is_asked_in_plain_text(builtin):
+    """A tokenizer with no chat template (a base model's GGUF, as gemma3-270m's) judges with the plain prompt
+    instead of failing."""
+    import copy
+
+    lm = builtin
+    bare = copy.copy(lm.tokenizer)
+    bare.chat_template = None
+    sents = ["The cat sleeps by the stove.", "The keeper lights the lamp."]
+    got = judge.likelihoods(lm.model, bare, "Where does the cat sleep?", sents, "chat")
+    assert got == judge.likelihoods(lm.model, lm.tokenizer, "Where does the cat sleep?", sents, "plain")
+
+
 def test_retrieve_option_model_is_the_default_and_words_turns_it_off():
     from infinipot_cli.errors import UsageError
     from infinipot_cli.pot.config import PotConfig

@@ -51,10 +51,12 @@ def sentence(texts: list[str], unit: int) -> str:
 def likelihoods(model, tokenizer, question: str, sentences: Sequence[str], style: str = "plain") -> list[float]:
     """log P(question | "Passage: <sentence>") for each sentence: the summed log-probabilities of the question's
     tokens after the passage (the same question each time, so the sum ranks as the mean does). `style` "chat":
-    the passage as a user's request for a question, in the model's chat template."""
+    the passage as a user's request for a question, in the model's chat template (plain where it has none)."""
     if not sentences:
         return []
     rows = []
+    if style == "chat" and not getattr(tokenizer, "chat_template", None):
+        style = "plain"  # a model without a chat template (a base model's GGUF) is asked in plain text
     if style == "chat":
         q = tokenizer.encode(question.strip(), add_special_tokens=False)
         for s in sentences:
