@@ -180,12 +180,14 @@ class Session:
         reply = None
         if not from_pot and self.from_document():
             from .answer.answering import answer as reply_to
+            from .answer.judge import judges
 
             def write(src, ids) -> str:
                 return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
 
             room = self.engine.answer_room(len(prompt), c.limit)
-            reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room)
+            reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room,
+                             judging=judges(self.engine.cfg.retrieve, self.lm.name))
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)

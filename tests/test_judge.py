@@ -82,15 +82,17 @@ def test_a_model_without_a_chat_template_is_asked_in_plain_text(builtin):
     assert got == judge.likelihoods(lm.model, lm.tokenizer, "Where does the cat sleep?", sents, "plain")
 
 
-def test_retrieve_option_model_is_the_default_and_words_turns_it_off():
+def test_retrieve_option_auto_judges_with_the_builtin_model_only_and_words_turns_it_off():
     from infinipot_cli.errors import UsageError
     from infinipot_cli.pot.config import PotConfig
 
-    assert PotConfig.resolve("infinipot").retrieve == "model"
+    assert PotConfig.resolve("infinipot").retrieve == "auto"
+    assert judge.judges("auto", "smollm2-135m") and not judge.judges("auto", "gemma3-270m")
+    assert judge.judges("model", "gemma3-270m") and not judge.judges("words", "smollm2-135m")
     assert PotConfig.resolve("infinipot+retrieve=words").policy_block()["retrieve"] == "words"
     assert PotConfig.resolve("infinipot-paper").retrieve == "words"          # the paper's answer: no judging
     assert PotConfig.from_saved({"method": "infinipot"}).retrieve == "words"  # a pot saved before the option
-    with pytest.raises(UsageError, match="retrieve must be one of model, words"):
+    with pytest.raises(UsageError, match="retrieve must be one of auto, model, words"):
         PotConfig.resolve("infinipot+retrieve=attention")
 
 

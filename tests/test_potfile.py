@@ -270,7 +270,7 @@ def test_read_meta_and_inspect(saved, tok):
     assert meta["config"] == {"size": 96, "keep": 48, "alpha": 0.5, "method": "infinipot", "chunk": 32,
                               "share": True, "share_from": 0.5, "relevance": True, "segment": 48,
                               "final_keep": 512, "reencode": True, "spread": 0, "nuc_sample": True, "recall": 1024,
-                              "retrieve": "model"}
+                              "retrieve": "auto"}
     assert meta["catalyst"] == {"kind": "question", "text": "Who wrote the letter?", "tokens": len(CATALYST)}
     assert meta["tokens_read"] == eng.tokens_read and meta["cycles"] == eng.cycles
     assert meta["entries"] == len(eng.pot) and meta["n_pinned"] == len(HEADER)

@@ -495,12 +495,12 @@ def absent(question: str, text: str | None) -> list[str]:
 _UNMISTAKABLE = re.compile(r"_|\(\)|\w\.\w|\d|[a-z][A-Z]")
 
 
-def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62
-           ) -> Reply | None:
+def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62,
+           judging: bool = False) -> Reply | None:
     """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
     the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
-    written from. None when the document is not held whole (the caller answers from
-    the pot as the paper does)."""
+    written from; `judging`: the model judges a paraphrase's sentences (judge.judges). None when the document is
+    not held whole (the caller answers from the pot as the paper does)."""
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
@@ -509,7 +509,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     found, (d_src, seg, texts) = got
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
-    elif not many and engine.cfg.retrieve == "model":  # the model judges the sentences of a paraphrase's passages
+    elif not many and judging:  # the model judges the sentences of a paraphrase's passages
         by_words = found[0]
         found = judge.rejudge(engine.model, engine.tok, question, found, (d_src, seg, texts))
         judged = found[0] if found[0].top != by_words.top else None

@@ -66,11 +66,12 @@ class PotConfig:
     nuc_sample: bool = knob(True, "With a vocabulary too large for a small model's read (Gemma 3 270M's 262K), NuC's "
                                   "log-sum-exp over a sample of it (off = the whole vocabulary, as the paper).",
                             infinipot=True)
-    retrieve: str = knob("model", "How a question's passages are found and judged: model (the words find them; where "
-                                  "the best sentence shares few of the question's words, the model judges which "
-                                  "sentence answers it: the likelihood of the question given each) or words (the "
-                                  "words alone: BM25 with answer typing). docs/results/model-retrieval.md.",
-                         infinipot=True, choices=("model", "words"))
+    retrieve: str = knob("auto", "How a question's passages are found and judged: model (the words find them; where "
+                                 "the best sentence shares few of the question's words, the model judges which "
+                                 "sentence answers it: the likelihood of the question given each), words (the words "
+                                 "alone: BM25 with answer typing) or auto: model with the built-in model, words with "
+                                 "others (Gemma 3 270M measured no gain). docs/results/model-retrieval.md.",
+                         infinipot=True, choices=("auto", "model", "words"))
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
                              "sentences from the pot's archive (0 = off, the paper).", lo=0, infinipot=True)
 
