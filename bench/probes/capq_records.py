@@ -104,6 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--max-tokens", type=int, default=22000, help="skip longer documents (approx_tokens)")
+    ap.add_argument("--docs", default=None, help="comma-separated document ids (default: all)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     configure()  # $INFINIPOT_THREADS, else torch's default capped (runtime/threads.py)
@@ -111,7 +112,7 @@ def main() -> None:
     table, questions = load_corpus(Path(a.corpus))
     records = []
     for did, doc in table.items():
-        if doc.get("approx_tokens", 0) > a.max_tokens:
+        if doc.get("approx_tokens", 0) > a.max_tokens or (a.docs and did not in a.docs.split(",")):
             continue
         for q in [q for q in questions if q["doc"] == did]:
             t0 = time.time()
