@@ -214,7 +214,7 @@ class Engine(AnswerSteps):
         prompt, focus = exp
         _, capt = self._forward(ids, prompt, len(prompt), focus=focus)
         self._prepared = (prompt, focus, capt)
-        if capt.relevance:  # the last piece is scored by the question here, whether or not a distillation follows
+        if self.record is not None and capt.relevance:  # the question scores the last piece here, too
             pot, L = self.pot, self.pot.num_layers
             npin, S, dev = pot.n_pinned, len(pot), pot.nov.device
             self._note(capt.stack("scores", L, npin, S, dev), capt.stack("relevance", L, npin, S, dev))
