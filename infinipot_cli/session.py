@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .pot.engine import Engine
-from .pot.scoring.record import RelevanceRecord
 from .errors import UsageError
 from .pot.prompts import Prompts
 from .pot import reader
@@ -78,8 +77,6 @@ class Session:
         ids, focus = prompts.catalyst(catalyst.kind, catalyst.text)
         engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=ids, catalyst_focus=focus, on_event=on_event)
         engine.pin(prompts.header_ids())
-        if catalyst.kind == "question" and catalyst.text:  # ask DOC Q: what the question's attention found, kept
-            engine.record = RelevanceRecord(question=catalyst.text)
         return cls(lm, engine, catalyst)
 
     @classmethod
@@ -189,10 +186,8 @@ class Session:
                 return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
 
             room = self.engine.answer_room(len(prompt), c.limit)
-            rec = self.engine.record
             reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room,
-                             judging=judges(self.engine.cfg.retrieve, self.lm.name),
-                             read=rec if rec is not None and rec.question == question else None)
+                             judging=judges(self.engine.cfg.retrieve, self.lm.name))
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)

@@ -30,7 +30,6 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -497,13 +496,11 @@ _UNMISTAKABLE = re.compile(r"_|\(\)|\w\.\w|\d|[a-z][A-Z]")
 
 
 def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62,
-           judging: bool = False, read=None) -> Reply | None:
+           judging: bool = False) -> Reply | None:
     """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
     the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
-    written from; `judging`: the model judges a paraphrase's sentences (judge.judges); `read`: the read's
-    RelevanceRecord when it was read with this question (`ask DOC Q`), whose best passages the model judges
-    too (`read_passages`). None when the document is not held whole (the caller answers from the pot as the
-    paper does)."""
+    written from; `judging`: the model judges a paraphrase's sentences (judge.judges). None when the document is
+    not held whole (the caller answers from the pot as the paper does)."""
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
@@ -514,9 +511,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         found = _whole(d_src, seg, texts, question, engine)
     elif not many and judging:  # the model judges the sentences of a paraphrase's passages
         by_words = found[0]
-        extra = read_passages(engine, read, found, (d_src, seg, texts), sources) \
-            if read is not None and judge.gated(question, found, texts) else []
-        found = judge.rejudge(engine.model, engine.tok, question, found, (d_src, seg, texts), extra)
+        found = judge.rejudge(engine.model, engine.tok, question, found, (d_src, seg, texts))
         judged = found[0] if found[0].top != by_words.top else None
     shown_as_evidence = found[:ev.MAX_PASSAGES]
     found = found if many else found[:retrieve.PASSAGES]
@@ -558,25 +553,6 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
-
-
-READ_PASSAGES = 4  # the read's best passages the model judges beside the words' (ask DOC Q, a paraphrase)
-
-
-def read_passages(engine, read, found: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]]
-                  ) -> list[retrieve.Found]:
-    """The READ_PASSAGES passages whose units the question's attention scored highest while reading (`read`: the
-    read's RelevanceRecord, CaP-Q §3.3.1; each unit its tokens' mean), none overlapping the words' (`found`); []
-    when the read scored nothing (a document that never filled the pot)."""
-    d_src, seg, texts = doc
-    by_read = read.units(d_src, seg, len(texts), engine.tokens_read)   # (K,)
-    if by_read is None:
-        return []
-    heading = retrieve.headings(engine, retrieve.firsts(doc), texts)
-    by_words = retrieve.rank(texts, read.question or "", heading)      # (K,) what the words say of each
-    return [dataclasses.replace(f, score=float(by_words[f.top]), read=f.score)
-            for f in retrieve.grouped(engine, doc, by_read, sources, READ_PASSAGES, heading,
-                                      skip={u for f in found for u in f.units})]
 
 
 def from_judged(question: str, written: str, judged: retrieve.Found, texts: list[str], decided: tuple
@@ -677,7 +653,7 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
             where["line"] += whole[cuts[first]:off].count("\n")
         left -= count_words(text)
         out.append(ev.Passage(text=text, start=start, stop=b, score=f.score, source=source, where=where,
-                               judged=f.judged, read=f.read))
+                               judged=f.judged))
     return out
 
 

@@ -107,37 +107,25 @@ def overlap(question: str, text: str) -> float:
     return sum(w in held for w in asked) / len(asked) if asked else 1.0
 
 
-def gated(question: str, found: list[retrieve.Found], texts: list[str]) -> bool:
-    """Whether the model judges: the words' best sentence holds less than GATE of the question's content words (a
-    question in a reader's own words: the words found the passage by its neighbours or heading, and cannot tell
-    its sentences apart)."""
-    return bool(found) and overlap(question, sentence(texts, found[0].top)) < GATE
-
-
-def rejudge(model, tokenizer, question: str, found: list[retrieve.Found], doc: tuple,
-            extra: Sequence[retrieve.Found] = ()) -> list[retrieve.Found]:
+def rejudge(model, tokenizer, question: str, found: list[retrieve.Found], doc: tuple) -> list[retrieve.Found]:
     """`found` (the words' passages, best first) with the sentence the model judges likeliest to answer the
-    question (`likelihoods` over every sentence of the passages and of `extra`: the read's own best passages, in
-    `ask DOC Q`) as the best passage's top, its passage first — where the words cannot decide (`gated`); else
-    `found` as it is. A passage of `extra` joins only as the one judged best. `doc`: the document's units (src,
-    seg, texts)."""
+    question (`likelihoods` over every sentence of the passages) as the best passage's top, its passage first —
+    when the words' best sentence holds less than GATE of the question's content words (a question in a
+    reader's own words: the words found the passage by its neighbours or heading, and cannot tell its sentences
+    apart); else `found` as it is. `doc`: the document's units (src, seg, texts)."""
     d_src, seg, texts = doc
-    if not gated(question, found, texts):
+    if not found or overlap(question, sentence(texts, found[0].top)) >= GATE:
         return found
-    pool = list(found) + list(extra)
-    cands = candidates(pool, texts)
+    cands = candidates(found, texts)
     scores = likelihoods(model, tokenizer, question, [sentence(texts, u) for u in cands], "chat")
     by_unit = dict(zip(cands, scores))
     found = [dataclasses.replace(f, judged=max((by_unit[u] for u in f.units if u in by_unit), default=None))
              for f in found]  # each passage's best sentence, as the model judged it
-    pool = found + list(extra)
     best = cands[max(range(len(cands)), key=lambda i: scores[i])]
     if best == found[0].top:
         return found
-    i = next(k for k, f in enumerate(pool) if best == f.top or best in f.units)
-    f = pool[i]
-    if i >= len(found):  # one of the read's passages: judged like the words'
-        f = dataclasses.replace(f, judged=by_unit[best])
+    i = next(k for k, f in enumerate(found) if best == f.top or best in f.units)
+    f = found[i]
     core = retrieve.core_units(f.units, (best, best), texts) if best in f.units else [best]
     pos = d_src[(seg >= core[0]) & (seg <= core[-1])]
     judged = dataclasses.replace(f, top=best, score=max(found[0].score, f.score),

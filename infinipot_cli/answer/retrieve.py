@@ -56,7 +56,6 @@ class Found:
     heading: int | None = None
     core: tuple[int, int] | None = None  # [start, stop) of the top unit and the unit with text on each side
     judged: float | None = None  # where the model judged (judge.py): its best log P(question | sentence) here
-    read: float | None = None    # a passage the read found (ask DOC Q): its top unit's mean CaP-Q record
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
@@ -155,43 +154,27 @@ def typed(w: torch.Tensor, texts: list[str], question: str) -> torch.Tensor:
 
 def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES
              ) -> tuple[list[Found], tuple] | None:
-    """The `n` best passages for `question` by its words (`rank`, best first) and the document's units (src, seg,
-    texts) they index; None when the pot and its archive do not hold the whole document (a per-head pot, an
-    interrupted read)."""
+    """The `n` best passages for `question` (best first) and the document's units (src, seg, texts) they index;
+    None when the pot and its archive do not hold the whole document (a per-head pot, an interrupted read)."""
     doc = ev.document_units(engine)
     if doc is None:
         return None
     src, seg, texts = doc
-    if not texts:
-        return [], doc
-    heading = headings(engine, firsts(doc), texts)
-    return grouped(engine, doc, rank(texts, question, heading), sources, n, heading), doc
-
-
-def firsts(doc: tuple) -> torch.Tensor:
-    """(K,) the first document position of every unit."""
-    src, seg, texts = doc
-    return torch.full((len(texts),), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")
-
-
-def grouped(engine, doc: tuple, scores: torch.Tensor, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES,
-            heading: torch.Tensor | None = None, skip: set[int] = frozenset()) -> list[Found]:
-    """The `n` best passages by the unit scores `scores` (K,) (units scoring 0 or less are never a passage's top),
-    best first: each top unit widened by its neighbours, as `passages` describes; none takes a unit of `skip`."""
-    src, seg, texts = doc
     K = len(texts)
-    first = firsts(doc)                                                                    # (K,) first position
+    if K == 0:
+        return [], doc
+    first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # (K,) first position
     last = torch.zeros(K, dtype=torch.long).scatter_reduce(0, seg, src, "amax")              # (K,) last position
     size = torch.bincount(seg, minlength=K)                                                # (K,) tokens
-    if heading is None:
-        heading = headings(engine, first, texts)
+    heading = headings(engine, first, texts)
+    scores = rank(texts, question, heading)
     starts = set(_source_starts(sources)[1:])
 
     def joins(lo: int, hi: int) -> bool:  # units lo < hi next to each other in the document and one source
         return int(last[lo]) + 1 == int(first[hi]) and int(first[hi]) not in starts
 
     out: list[Found] = []
-    used: set[int] = set(skip)
+    used: set[int] = set()
     for k in scores.argsort(descending=True).tolist():
         if len(out) >= n or float(scores[k]) <= 0:
             break
@@ -229,7 +212,7 @@ def grouped(engine, doc: tuple, scores: torch.Tensor, sources: Sequence[tuple[st
         core = core_units(group, (a, b), texts)
         out.append(Found(int(first[group[0]]), int(last[group[-1]]) + 1, group, k, float(scores[k]),
                          None if h < 0 or h in group else h, (int(first[core[0]]), int(last[core[-1]]) + 1)))
-    return out
+    return out, doc
 
 
 def core_units(group: list[int], top: tuple[int, int], texts: list[str]) -> list[int]:
