@@ -55,6 +55,7 @@ def test_the_model_judges_the_sentence_that_answers_a_paraphrase(builtin):
     out = judge.rejudge(lm.model, lm.tokenizer, q, [first, second], doc(texts))
     assert out[0].top == 2 and out[0].units == [2, 3] and (out[1].top, out[1].units) == (first.top, first.units)
     assert out[0].score == 4.0 and out[0].core == (10, 20)  # ranked as the best; its core the sentence and its side
+    assert out[0].words == 2.0 and out[1].words is None  # its own words' score, what --json shows as "words"
     assert out[0].judged > out[1].judged  # each passage's best sentence as the model judged it (--json's scores)
 
 

@@ -652,8 +652,8 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
         if "line" in where:  # the line of the first word shown (its unit may start with the line break before it)
             where["line"] += whole[cuts[first]:off].count("\n")
         left -= count_words(text)
-        out.append(ev.Passage(text=text, start=start, stop=b, score=f.score, source=source, where=where,
-                               judged=f.judged))
+        out.append(ev.Passage(text=text, start=start, stop=b, source=source, where=where, judged=f.judged,
+                              score=f.score if f.words is None else f.words))  # the words' own score, shown
     return out
 
 

@@ -128,6 +128,6 @@ def rejudge(model, tokenizer, question: str, found: list[retrieve.Found], doc: t
     f = found[i]
     core = retrieve.core_units(f.units, (best, best), texts) if best in f.units else [best]
     pos = d_src[(seg >= core[0]) & (seg <= core[-1])]
-    judged = dataclasses.replace(f, top=best, score=max(found[0].score, f.score),
+    judged = dataclasses.replace(f, top=best, score=max(found[0].score, f.score), words=f.score,
                                  core=(int(pos.min()), int(pos.max()) + 1))
     return [judged] + found[:i] + found[i + 1:]

@@ -56,6 +56,7 @@ class Found:
     heading: int | None = None
     core: tuple[int, int] | None = None  # [start, stop) of the top unit and the unit with text on each side
     judged: float | None = None  # where the model judged (judge.py): its best log P(question | sentence) here
+    words: float | None = None   # its own words' score, where the judge raised `score` to the best passage's
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
