@@ -77,6 +77,10 @@ class Session:
         ids, focus = prompts.catalyst(catalyst.kind, catalyst.text)
         engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=ids, catalyst_focus=focus, on_event=on_event)
         engine.pin(prompts.header_ids())
+        if catalyst.kind == "question":  # the live display follows the question's attention (scoring/focus.py)
+            from .pot.scoring.focus import Focus
+
+            engine.focus = Focus()
         return cls(lm, engine, catalyst)
 
     @classmethod

@@ -134,6 +134,8 @@ def test_ask_text_json_schema(builtin):
     # each evidence passage with the scores that ranked it: the words', and the model's where it judged
     assert out["evidence"] and all(set(e["scores"]) <= {"words", "model"} and e["scores"]["words"] > 0
                                    for e in out["evidence"])
+    # read with the question: where its attention was strongest while reading (the live view's "focus" line)
+    assert 0 <= out["focus"]["token"] < out["tokens_read"] and out["focus"]["where"].startswith("line ")
 
 
 def test_answer_streams_to_stdout_only(builtin):

@@ -301,6 +301,8 @@ def result_json(result, kind: str, o: Options) -> dict:
     }
     if answer is not None and answer.grounded is not None:  # "evidence": [{text, source, page | ...}], "guess"
         out.update(answer.grounded.as_json())
+    if eng.focus is not None and eng.focus.pos >= 0:  # `ask DOC Q`: the question's attention while reading
+        out["focus"] = {"where": eng.focus_where, "token": eng.focus.pos}
     if result.cache is not None:  # {"hit": true, "key", "age_s", "read_s", "tokens_read"} or {"hit": false, ...}
         out["cache"] = result.cache
     if kind == "read":

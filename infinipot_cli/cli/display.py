@@ -33,6 +33,7 @@ from ..units import fmt_bytes, fmt_dur
 MODES = ("auto", "rich", "plain", "quiet")
 STRIP_WIDTH = 60
 BAR_WIDTH = 40
+FOCUS_LABEL = "question's attention strongest at"  # the live line naming the focus (scoring/focus.py)
 BLOCKS = "▁▂▃▄▅▆▇█"
 SPEED_WINDOW_S = 10.0     # tok/s is measured over about this much of the recent past
 SAMPLE_EVERY_S = 0.5      # one speed sample at most this often
@@ -519,6 +520,8 @@ class Display:
             parts.append(f"ETA {fmt_dur(eta)}")
         if ev is not None and ev.where:
             parts.append(ev.where)
+        if ev is not None and ev.focus:  # `ask DOC Q`: where the question's attention is strongest so far
+            parts.append(f"{FOCUS_LABEL} {ev.focus}")
         return f"{self._label()}" + " · ".join(parts)
 
     # ---- plain mode -----------------------------------------------------------------------------
@@ -668,6 +671,8 @@ class Display:
                 note.append("█", style=C_FRESH)
                 note.append(" read since the last cycle", style="dim")
             grid.add_row("", note)
+        if ev.focus:  # `ask DOC Q`: where the question's attention has been strongest so far (scoring/focus.py)
+            grid.add_row("focus", Text(f"{FOCUS_LABEL} {ev.focus}"))
 
         from rich.console import Group
 

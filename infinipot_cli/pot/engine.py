@@ -33,6 +33,7 @@ from .scoring import capture as cap_scores
 from .scoring.nuc import novelty
 from .scoring.policies import make_policy
 from .scoring.policy import SelectionInputs
+from .scoring.focus import Focus
 from .scoring.record import RelevanceRecord
 from .scoring.segments import BoundaryTable, unit_starts
 from .spread import spread_select
@@ -65,6 +66,7 @@ class Event:
     # "distill": the document positions the pot holds (negative: the pinned header), in any order and possibly
     # repeated (display.as_sorted_positions sorts them): a view of the pot's metadata, read only by a listener
     kept_src: torch.Tensor | None = None
+    focus: str = ""                # where the question's attention has been strongest so far (scoring/focus.py)
 
 
 class Timings(Tally):
@@ -112,6 +114,9 @@ class Engine(AnswerSteps):
         # set a RelevanceRecord to keep the question relevance every distillation gave each document token
         # (scoring/record.py; a probe's measurement: it changes nothing the engine does)
         self.record: RelevanceRecord | None = None
+        # set a Focus to follow where the question's attention is strongest while reading (the live display)
+        self.focus: Focus | None = None
+        self.focus_where = ""             # the focus's location label (provenance), "" until it has one
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -214,7 +219,7 @@ class Engine(AnswerSteps):
         prompt, focus = exp
         _, capt = self._forward(ids, prompt, len(prompt), focus=focus)
         self._prepared = (prompt, focus, capt)
-        if self.record is not None and capt.relevance:  # the question scores the last piece here, too
+        if (self.record is not None or self.focus is not None) and capt.relevance:  # it scores the last piece too
             pot, L = self.pot, self.pot.num_layers
             npin, S, dev = pot.n_pinned, len(pot), pot.nov.device
             self._note(capt.stack("scores", L, npin, S, dev), capt.stack("relevance", L, npin, S, dev))
@@ -417,14 +422,19 @@ class Engine(AnswerSteps):
         self._emit("distill", kept_src=pot.src[0, 0] if row is not None else pot.src)
 
     def _note(self, cap: torch.Tensor, rel: torch.Tensor) -> None:
-        """Record the question's scores of the pot's entries (cap, rel: (L, H, N) over the unpinned entries)."""
+        """The question's scores of the pot's entries (cap, rel: (L, H, N) over the unpinned entries) to the record and the
+        focus, where they are set."""
         pol, pot = self.policy, self.pot
-        if self.record is None or not getattr(pol, "share", False) or not hasattr(pol, "scorer"):
+        if (self.record is None and self.focus is None) or not getattr(pol, "share", False) \
+                or not hasattr(pol, "scorer"):
             return
         npin = pot.n_pinned
         src = pot.src[0, 0, npin:npin + rel.shape[-1]]                   # (N,) the shared policy's one row
         shared = pol.scorer.score(cap, pot.nov[..., npin:npin + rel.shape[-1]], rel).cap.reshape(-1)  # (N,)
-        self.record.observe(src, shared, rel)
+        if self.record is not None:
+            self.record.observe(src, shared, rel)
+        if self.focus is not None and self.focus.observe(src, shared):
+            self.focus_where = where_at(self.provenance, self.focus.pos)
 
     def _spreads(self, general: bool) -> bool:
         """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
@@ -507,4 +517,4 @@ class Engine(AnswerSteps):
         self.on_event(Event(kind=kind, tokens_read=self.tokens_read, cycles=self.cycles, entries=len(pot),
                             pinned=pot.n_pinned, distilled=pot.n_distilled, size=self.cfg.size if self.cfg.bounded else None,
                             where=self.where, elapsed_s=time.perf_counter() - self.t0, kv_bytes=pot.kv_bytes(),
-                            text=text, kept_src=kept_src, chunk=chunk))
+                            text=text, kept_src=kept_src, chunk=chunk, focus=self.focus_where))
