@@ -78,9 +78,11 @@ class Session:
         engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=ids, catalyst_focus=focus, on_event=on_event)
         engine.pin(prompts.header_ids())
         if catalyst.kind == "question":  # the live display follows the question's attention (scoring/focus.py)
+            from .answer.evidence import locate, where_label
             from .pot.scoring.focus import Focus
 
             engine.focus = Focus()
+            engine.focus_label = lambda pos: where_label(locate(engine, pos, ())[1])  # a text's exact line
         return cls(lm, engine, catalyst)
 
     @classmethod

@@ -116,7 +116,8 @@ class Engine(AnswerSteps):
         self.record: RelevanceRecord | None = None
         # set a Focus to follow where the question's attention is strongest while reading (the live display)
         self.focus: Focus | None = None
-        self.focus_where = ""             # the focus's location label (provenance), "" until it has one
+        self.focus_where = ""             # the focus's location label, "" until it has one
+        self.focus_label: Callable[[int], str] | None = None  # position -> label (default: its piece's, where_at)
         self.t0 = time.perf_counter()
         self._check_room()
 
@@ -434,7 +435,8 @@ class Engine(AnswerSteps):
         if self.record is not None:
             self.record.observe(src, shared, rel)
         if self.focus is not None and self.focus.observe(src, shared):
-            self.focus_where = where_at(self.provenance, self.focus.pos)
+            pos = self.focus.pos
+            self.focus_where = self.focus_label(pos) if self.focus_label else where_at(self.provenance, pos)
 
     def _spreads(self, general: bool) -> bool:
         """Position-balanced selection: a general read (the catalyst has no question) of a shared, sentence-unit
