@@ -30,10 +30,10 @@ from ..errors import UsageError
 from ..interrupts import deferred_interrupt
 from .pot import MemoryPot, shared_row
 from .scoring import capture as cap_scores
+from .scoring.focus import Focus
 from .scoring.nuc import novelty
 from .scoring.policies import make_policy
 from .scoring.policy import SelectionInputs
-from .scoring.focus import Focus
 from .scoring.record import RelevanceRecord
 from .scoring.segments import BoundaryTable, unit_starts
 from .spread import spread_select
@@ -423,8 +423,8 @@ class Engine(AnswerSteps):
         self._emit("distill", kept_src=pot.src[0, 0] if row is not None else pot.src)
 
     def _note(self, cap: torch.Tensor, rel: torch.Tensor) -> None:
-        """The question's scores of the pot's entries (cap, rel: (L, H, N) over the unpinned entries) to the record and the
-        focus, where they are set."""
+        """Hand the question's scores of the pot's entries (cap, rel: (L, H, N) over the unpinned entries) to the
+        record and the focus, where they are set."""
         pol, pot = self.policy, self.pot
         if (self.record is None and self.focus is None) or not getattr(pol, "share", False) \
                 or not hasattr(pol, "scorer"):
