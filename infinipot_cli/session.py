@@ -77,9 +77,12 @@ class Session:
         ids, focus = prompts.catalyst(catalyst.kind, catalyst.text)
         engine = Engine(lm.model, lm.tokenizer, cfg, catalyst_ids=ids, catalyst_focus=focus, on_event=on_event)
         engine.pin(prompts.header_ids())
-        if catalyst.kind == "question":  # the live display follows the question's attention (scoring/focus.py)
-            from .answer.evidence import locate, where_label
+        if catalyst.kind == "question":  # the live display follows the question's attention (scoring/focus.py),
+            from .answer.evidence import locate, where_label  # and the evidence shows what it found (record.py)
             from .pot.scoring.focus import Focus
+            from .pot.scoring.record import RelevanceRecord
+
+            engine.record = RelevanceRecord(question=catalyst.text) if catalyst.text else None
 
             engine.focus = Focus()
             engine.focus_label = lambda pos: where_label(locate(engine, pos, ())[1])  # a text's exact line
@@ -192,8 +195,10 @@ class Session:
                 return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
 
             room = self.engine.answer_room(len(prompt), c.limit)
+            rec = self.engine.record
             reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room,
-                             judging=judges(self.engine.cfg.retrieve, self.lm.name))
+                             judging=judges(self.engine.cfg.retrieve, self.lm.name),
+                             read=rec if rec is not None and rec.question == question else None)
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)

@@ -30,6 +30,7 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -496,11 +497,13 @@ _UNMISTAKABLE = re.compile(r"_|\(\)|\w\.\w|\d|[a-z][A-Z]")
 
 
 def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62,
-           judging: bool = False) -> Reply | None:
+           judging: bool = False, read=None) -> Reply | None:
     """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
     the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
-    written from; `judging`: the model judges a paraphrase's sentences (judge.judges). None when the document is
-    not held whole (the caller answers from the pot as the paper does)."""
+    written from; `judging`: the model judges a paraphrase's sentences (judge.judges); `read`: the read's
+    RelevanceRecord when it was read with this question (`ask DOC Q`), whose best passage is shown as the last
+    evidence (`with_read`). None when the document is not held whole (the caller answers from the pot as the
+    paper does)."""
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
@@ -531,6 +534,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
             own = retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit,
                                  found[0].score if found else 1.0)
             shown_as_evidence = [own] + shown_as_evidence[:ev.MAX_PASSAGES - 1]
+    if read is not None and not many:
+        shown_as_evidence = with_read(engine, read, shown_as_evidence, (d_src, seg, texts), sources, unit)
     proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
     missing = absent(question, honesty.document_text(engine))
     if missing:  # the question asks about a version, option or identifier the document never names
@@ -553,6 +558,34 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+def with_read(engine, read, shown: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
+              unit: int | None) -> list[retrieve.Found]:
+    """The evidence `shown` (best first) with its last place given to the read's own best passage: the units the
+    question's attention scored highest while the document streamed through the pot (`read`: the read's
+    RelevanceRecord, CaP-Q §3.3.1; each unit its tokens' mean record; InfiniRetri's finding, inside the CCD
+    loop), widened as the words' passages are and overlapping none of those kept. Measured: the words' last
+    passage almost never holds an answer the others lack, and the read's best holds paraphrases' answers the words
+    miss (docs/results/model-retrieval.md). `shown` as it is when the read scored nothing (a document that never
+    filled the pot), when the question is not the one the read was scored with, or when its last passage holds
+    the answer's unit."""
+    if getattr(read, "question", None) is None or not shown:
+        return shown
+    keep = shown if len(shown) < ev.MAX_PASSAGES else shown[:ev.MAX_PASSAGES - 1]
+    if unit is not None and not any(unit in f.units for f in keep):
+        return shown
+    d_src, seg, texts = doc
+    by_read = read.units(d_src, seg, len(texts), engine.tokens_read)          # (K,)
+    if by_read is None:
+        return shown
+    heading = retrieve.headings(engine, retrieve.firsts(doc), texts)
+    got = retrieve.grouped(engine, doc, by_read, sources, 1, heading, skip={u for f in keep for u in f.units})
+    if not got:
+        return shown
+    by_words = retrieve.rank(texts, read.question, heading)                  # (K,) what the words say of each
+    f = got[0]
+    return keep + [dataclasses.replace(f, score=float(by_words[f.top]), words=None, read=f.score)]
 
 
 def from_judged(question: str, written: str, judged: retrieve.Found, texts: list[str], decided: tuple
@@ -653,7 +686,7 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
             where["line"] += whole[cuts[first]:off].count("\n")
         left -= count_words(text)
         out.append(ev.Passage(text=text, start=start, stop=b, source=source, where=where, judged=f.judged,
-                              score=f.score if f.words is None else f.words))  # the words' own score, shown
+                              score=f.score if f.words is None else f.words, read=f.read))  # own scores, shown
     return out
 
 

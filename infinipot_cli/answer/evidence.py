@@ -60,11 +60,14 @@ class Passage:
     source: str = ""
     where: dict = field(default_factory=dict)   # page / chapter / section / line, as the format has them
     judged: float | None = None                 # the model's log P(question | its best sentence), where it judged
+    read: float | None = None                   # the question's attention while reading, where the read found it
 
     def as_json(self) -> dict:
         scores = {"words": round(self.score, 3)}
         if self.judged is not None:
             scores["model"] = round(self.judged, 3)
+        if self.read is not None:
+            scores["read"] = round(self.read, 6)
         return {"text": self.text, "source": self.source, **self.where, "scores": scores}
 
     def label(self) -> str:

@@ -59,7 +59,8 @@ class Grounded:
             where = p.label()
             src = p.source.rsplit("/", 1)[-1]
             head = " · ".join(x for x in (src, where) if x)
-            out.append(f"  [{head}] \u201c{p.text}\u201d")
+            found = " (found while reading)" if p.read is not None else ""  # the question's attention led there
+            out.append(f"  [{head}]{found} \u201c{p.text}\u201d")
         return out
 
 

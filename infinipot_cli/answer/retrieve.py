@@ -57,6 +57,7 @@ class Found:
     core: tuple[int, int] | None = None  # [start, stop) of the top unit and the unit with text on each side
     judged: float | None = None  # where the model judged (judge.py): its best log P(question | sentence) here
     words: float | None = None   # its own words' score, where the judge raised `score` to the best passage's
+    read: float | None = None    # a passage the read found (ask DOC Q): its top unit's mean CaP-Q record
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
@@ -155,27 +156,43 @@ def typed(w: torch.Tensor, texts: list[str], question: str) -> torch.Tensor:
 
 def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES
              ) -> tuple[list[Found], tuple] | None:
-    """The `n` best passages for `question` (best first) and the document's units (src, seg, texts) they index;
-    None when the pot and its archive do not hold the whole document (a per-head pot, an interrupted read)."""
+    """The `n` best passages for `question` by its words (`rank`, best first) and the document's units (src, seg,
+    texts) they index; None when the pot and its archive do not hold the whole document (a per-head pot, an
+    interrupted read)."""
     doc = ev.document_units(engine)
     if doc is None:
         return None
     src, seg, texts = doc
-    K = len(texts)
-    if K == 0:
+    if not texts:
         return [], doc
-    first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")  # (K,) first position
+    heading = headings(engine, firsts(doc), texts)
+    return grouped(engine, doc, rank(texts, question, heading), sources, n, heading), doc
+
+
+def firsts(doc: tuple) -> torch.Tensor:
+    """(K,) the first document position of every unit."""
+    src, seg, texts = doc
+    return torch.full((len(texts),), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")
+
+
+def grouped(engine, doc: tuple, scores: torch.Tensor, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES,
+            heading: torch.Tensor | None = None, skip: set[int] = frozenset()) -> list[Found]:
+    """The `n` best passages by the unit scores `scores` (K,) (units scoring 0 or less are never a passage's top),
+    best first: each top unit widened by its neighbours, as `passages` describes; none takes a unit of `skip`."""
+    src, seg, texts = doc
+    K = len(texts)
+    first = firsts(doc)                                                                    # (K,) first position
     last = torch.zeros(K, dtype=torch.long).scatter_reduce(0, seg, src, "amax")              # (K,) last position
     size = torch.bincount(seg, minlength=K)                                                # (K,) tokens
-    heading = headings(engine, first, texts)
-    scores = rank(texts, question, heading)
+    if heading is None:
+        heading = headings(engine, first, texts)
     starts = set(_source_starts(sources)[1:])
 
     def joins(lo: int, hi: int) -> bool:  # units lo < hi next to each other in the document and one source
         return int(last[lo]) + 1 == int(first[hi]) and int(first[hi]) not in starts
 
     out: list[Found] = []
-    used: set[int] = set()
+    used: set[int] = set(skip)
     for k in scores.argsort(descending=True).tolist():
         if len(out) >= n or float(scores[k]) <= 0:
             break
@@ -213,7 +230,7 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
         core = core_units(group, (a, b), texts)
         out.append(Found(int(first[group[0]]), int(last[group[-1]]) + 1, group, k, float(scores[k]),
                          None if h < 0 or h in group else h, (int(first[core[0]]), int(last[core[-1]]) + 1)))
-    return out, doc
+    return out
 
 
 def core_units(group: list[int], top: tuple[int, int], texts: list[str]) -> list[int]:

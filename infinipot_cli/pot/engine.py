@@ -112,7 +112,7 @@ class Engine(AnswerSteps):
         self._prepared: tuple | None = None
         self._derived: dict[str, tuple] = {}  # derived(): name -> (key, value)
         # set a RelevanceRecord to keep the question relevance every distillation gave each document token
-        # (scoring/record.py; a probe's measurement: it changes nothing the engine does)
+        # (scoring/record.py; `ask DOC Q` shows its best passage as evidence; it changes nothing the engine keeps)
         self.record: RelevanceRecord | None = None
         # set a Focus to follow where the question's attention is strongest while reading (the live display)
         self.focus: Focus | None = None

@@ -9,7 +9,11 @@ evicted after the last. The record keeps, for each document token, the highest s
     layers (L, T) float32  with `per_layer`: each layer's head-mean relevance, the same maximum (probes only)
 
 4 bytes a token (4 L bytes with `per_layer`), grown as the read goes on. It describes one read with one
-question: a question asked after the read has no record (`best` stays empty).
+question (`question`): a question asked after the read has no record (`best` stays empty). `ask DOC Q` keeps
+one (Session.start with the question as the catalyst), and its best passage is the answer's last evidence passage
+(answer/answering.py `with_read`); `units` pools it over the evidence's units:
+
+    units(src, seg, K, n) -> (K,) float   each unit's mean record over its tokens, shifted above 0 (0: unscored)
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import torch
 
 
 class RelevanceRecord:
-    def __init__(self, per_layer: bool = False):
+    def __init__(self, per_layer: bool = False, question: str | None = None):
         self.per_layer = per_layer
+        self.question = question                  # the question the read was scored with
         self.best = torch.empty(0)                # (T,)
         self.layers: torch.Tensor | None = None   # (L, T)
 
@@ -58,3 +63,19 @@ class RelevanceRecord:
         k = min(n, self.best.numel())
         out[:k] = self.best[:k].cpu()
         return out
+
+    def units(self, src: torch.Tensor, seg: torch.Tensor, K: int, n: int) -> torch.Tensor | None:
+        """(K,) each document unit's mean record over its scored tokens (src (T,) document positions, seg (T,) the
+        unit of each; `n` tokens read), shifted so that every scored unit is above 0 and a unit with no scored
+        token is 0; None when nothing was scored (a document that never filled the pot)."""
+        best = self.scores(n)
+        if best is None:
+            return None
+        tok = best[src.clamp(0, n - 1)]                                           # (T,)
+        scored = torch.isfinite(tok)
+        if not scored.any():
+            return None
+        floor = float(tok[scored].min())
+        total = torch.zeros(K).scatter_add(0, seg[scored], tok[scored] - floor + 1e-6)
+        count = torch.zeros(K).scatter_add(0, seg[scored], torch.ones(int(scored.sum())))
+        return torch.where(count > 0, total / count.clamp_min(1), torch.zeros(K))
