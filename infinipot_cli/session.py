@@ -198,7 +198,8 @@ class Session:
             rec = self.engine.record
             reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room,
                              judging=judges(self.engine.cfg.retrieve, self.lm.name),
-                             read=rec if rec is not None and rec.question == question else None)
+                             read=rec if rec is not None and rec.question == question
+                             and self.engine.cfg.retrieve != "words" else None)  # words: the text alone
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)

@@ -105,7 +105,8 @@ def test_a_passage_of_the_read_is_marked_on_stderr_and_in_json():
 
 def test_ask_doc_q_shows_the_read_s_passage_and_answers_as_read_once(builtin, tmp_path):
     """The same question, read with it (CaP-Q: the record kept) and read first with the general catalyst: the same
-    answer; the evidence differs at most in its last passage, which in the first is the read's."""
+    answer; the evidence differs at most in its last passage, which in the first is the read's. `retrieve=words`
+    (the honest baseline: the text alone) shows none of the read's."""
     from infinipot_cli.documents import open_source
     from infinipot_cli.pot.config import PotConfig
     from infinipot_cli.session import Catalyst, Session
@@ -114,12 +115,14 @@ def test_ask_doc_q_shows_the_read_s_passage_and_answers_as_read_once(builtin, tm
     path.write_text(open("sample_docs/lighthouse.txt", encoding="utf-8").read()[:4000])  # ~1K tokens
     q = "Who looked after the light?"
     answers = []
-    for catalyst in (Catalyst("question", q), Catalyst()):
-        s = Session.start(builtin, PotConfig(size=512, keep=256), catalyst)
+    asked = Catalyst("question", q)
+    for catalyst, ranking in ((asked, "auto"), (Catalyst(), "auto"), (asked, "words")):
+        s = Session.start(builtin, PotConfig(size=512, keep=256, retrieve=ranking), catalyst)
         s.expect(q if catalyst.kind == "question" else None)
         s.read(open_source(str(path), "auto"))
         answers.append(s.ask(q, grounded=True, max_new_tokens=32))
-    direct, once = answers
+    direct, once, words = answers
+    assert all(p.read is None for p in words.grounded.evidence)  # retrieve=words: the text alone, no read's passage
     assert direct.text == once.text and direct.how == once.how
     d_ev, o_ev = direct.grounded.evidence, once.grounded.evidence
     assert [p.text for p in d_ev[:-1]] == [p.text for p in o_ev[:len(d_ev) - 1]]

@@ -68,8 +68,9 @@ class PotConfig:
                             infinipot=True)
     retrieve: str = knob("auto", "How a question's passages are found and judged: model (the words find them; where "
                                  "the best sentence shares few of the question's words, the model judges which "
-                                 "sentence answers it: the likelihood of the question given each), words (the words "
-                                 "alone: BM25 with answer typing) or auto: model with the built-in model, words with "
+                                 "sentence answers it: the likelihood of the question given each; with the question "
+                                 "known while reading, the evidence's last passage is the read's own), words (the "
+                                 "words alone: BM25 with answer typing) or auto: model with the built-in model, words with "
                                  "others (Gemma 3 270M measured no gain). docs/results/model-retrieval.md.",
                          infinipot=True, choices=("auto", "model", "words"))
     recall: int = knob(1024, "A question the pot was not read with first recalls up to N tokens of evicted "
