@@ -567,9 +567,8 @@ def with_read(engine, read, shown: list[retrieve.Found], doc: tuple, sources: Se
     RelevanceRecord, CaP-Q §3.3.1; each unit its tokens' mean record; InfiniRetri's finding, inside the CCD
     loop), widened as the words' passages are and overlapping none of those kept. Measured: the words' last
     passage almost never holds an answer the others lack, and the read's best holds paraphrases' answers the words
-    miss (docs/results/model-retrieval.md). `shown` as it is when the read scored nothing (a document that never
-    filled the pot), when the question is not the one the read was scored with, or when its last passage holds
-    the answer's unit."""
+    miss (docs/results/model-retrieval.md). `shown` as it is when the read scored nothing or when its last passage
+    holds the answer's unit (Session.ask passes a record only to the question the read was scored with)."""
     if getattr(read, "question", None) is None or not shown:
         return shown
     keep = shown if len(shown) < ev.MAX_PASSAGES else shown[:ev.MAX_PASSAGES - 1]
