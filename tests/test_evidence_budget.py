@@ -59,7 +59,7 @@ def docs(builtin_tok, tmp_path_factory):
 
 
 def _shown(eng, sources, question, unit=None):
-    found, doc = retrieve.passages(eng, question, sources, n=ev.MAX_PASSAGES)
+    found, doc, _, _ = retrieve.passages(eng, question, sources, n=ev.MAX_PASSAGES)
     return answering.evidence(eng, found[:ev.MAX_PASSAGES], doc, sources, unit), doc
 
 
@@ -91,7 +91,7 @@ def test_the_answer_unit_is_kept_in_its_passage(docs):
     """`unit` (the sentence the answer was taken from): its passage comes first and shows that sentence, even
     where the passage it was found in is longer than its share."""
     eng, sources = docs["lighthouse.txt"]
-    found, doc = retrieve.passages(eng, "Who was Clara Voss?", sources, n=ev.MAX_PASSAGES)
+    found, doc, _, _ = retrieve.passages(eng, "Who was Clara Voss?", sources, n=ev.MAX_PASSAGES)
     _, _, texts = doc
     for f in found[:ev.MAX_PASSAGES]:
         for u in f.units:

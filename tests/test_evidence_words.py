@@ -82,7 +82,7 @@ def test_the_evidence_of_an_answer_stays_within_its_words(read, question):
     from infinipot_cli.answer import answering, retrieve
 
     _, eng, sources = read
-    found, doc = retrieve.passages(eng, question, sources, n=ev.MAX_PASSAGES)
+    found, doc, _, _ = retrieve.passages(eng, question, sources, n=ev.MAX_PASSAGES)
     proof = answering.evidence(eng, found[:ev.MAX_PASSAGES], doc, sources, None)
     assert proof
     heads = [p.text.split(" \u2026 ", 1)[0] for p in proof if " \u2026 " in p.text]

@@ -60,6 +60,13 @@ def test_grouped_passages_take_no_unit_of_the_words_passages():
     assert not set(out[0].units) & {2, 3, 4, 5}
 
 
+def _ranked(question: str) -> retrieve.Passages:
+    """PUMA's units ranked by the question's words, as `retrieve.passages` leaves them for `with_read`."""
+    d = doc(PUMA)
+    heading = retrieve.headings(_Engine(), retrieve.firsts(d), PUMA)
+    return retrieve.Passages([], d, heading, retrieve.rank(PUMA, question, heading))
+
+
 def _words(*tops):
     return [retrieve.Found(t * PER, (t + 1) * PER, [t], t, 4.0 - i) for i, t in enumerate(tops)]
 
@@ -67,7 +74,7 @@ def _words(*tops):
 def test_the_read_takes_the_last_place_with_the_scores_that_ranked_it():
     q = "Why is there no cluster mode on Windows?"
     shown = _words(0, 1, 2, 3)
-    out = answering.with_read(_Engine(), _record(q, 5), shown, doc(PUMA), (), unit=0)
+    out = answering.with_read(_Engine(), _record(q, 5), shown, _ranked(q), (), unit=0)
     assert [f.top for f in out] == [0, 1, 2, 5]      # the words' first three kept, in their order
     assert out[-1].read > 0                          # --json scores.read: the record that ranked it
     assert out[-1].score == float(retrieve.rank(PUMA, q)[5]) > 0  # scores.words: its own words' score
@@ -75,7 +82,7 @@ def test_the_read_takes_the_last_place_with_the_scores_that_ranked_it():
 
 def test_fewer_passages_than_shown_gain_the_read_s_beside_them():
     q = "Why is there no cluster mode on Windows?"
-    out = answering.with_read(_Engine(), _record(q, 5), _words(0, 1), doc(PUMA), (), unit=None)
+    out = answering.with_read(_Engine(), _record(q, 5), _words(0, 1), _ranked(q), (), unit=None)
     assert [f.top for f in out] == [0, 1, 5]
 
 
@@ -83,12 +90,12 @@ def test_the_words_evidence_stands_where_the_read_cannot_add():
     q = "Why is there no cluster mode on Windows?"
     shown = _words(0, 1, 2, 3)
     # the answer's own unit is in the last passage: it is not replaced
-    assert answering.with_read(_Engine(), _record(q, 5), shown, doc(PUMA), (), unit=3) == shown
+    assert answering.with_read(_Engine(), _record(q, 5), shown, _ranked(q), (), unit=3) == shown
     # nothing scored (a document that never filled the pot)
-    assert answering.with_read(_Engine(), RelevanceRecord(question=q), shown, doc(PUMA), (), unit=0) == shown
+    assert answering.with_read(_Engine(), RelevanceRecord(question=q), shown, _ranked(q), (), unit=0) == shown
     # the read's best unit is already shown: its next best is taken, none of the kept passages' units
     rec = _record(q, 1)
-    out = answering.with_read(_Engine(), rec, shown, doc(PUMA), (), unit=0)
+    out = answering.with_read(_Engine(), rec, shown, _ranked(q), (), unit=0)
     assert [f.top for f in out][:3] == [0, 1, 2] and out[-1].top in (3, 4, 5)
 
 

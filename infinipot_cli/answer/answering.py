@@ -509,7 +509,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
     if got is None:
         return None
-    found, (d_src, seg, texts) = got
+    found, (d_src, seg, texts) = got.found, got.doc
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
     elif not many and judging:  # the model judges the sentences of a paraphrase's passages
@@ -535,7 +535,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
                                  found[0].score if found else 1.0)
             shown_as_evidence = [own] + shown_as_evidence[:ev.MAX_PASSAGES - 1]
     if read is not None and not many:
-        shown_as_evidence = with_read(engine, read, shown_as_evidence, (d_src, seg, texts), sources, unit)
+        shown_as_evidence = with_read(engine, read, shown_as_evidence, got, sources, unit)
     proof = evidence(engine, shown_as_evidence, (d_src, seg, texts), sources, unit)
     missing = absent(question, honesty.document_text(engine))
     if missing:  # the question asks about a version, option or identifier the document never names
@@ -560,12 +560,13 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
 
 
-def with_read(engine, read, shown: list[retrieve.Found], doc: tuple, sources: Sequence[tuple[str, int]],
-              unit: int | None) -> list[retrieve.Found]:
+def with_read(engine, read, shown: list[retrieve.Found], ranked: retrieve.Passages,
+              sources: Sequence[tuple[str, int]], unit: int | None) -> list[retrieve.Found]:
     """The evidence `shown` (best first) with its last place given to the read's own best passage: the units the
     question's attention scored highest while the document streamed through the pot (`read`: the read's
     RelevanceRecord, CaP-Q §3.3.1; each unit its tokens' mean record; InfiniRetri's finding, inside the CCD
-    loop), widened as the words' passages are and overlapping none of those kept. Measured: the words' last
+    loop), widened as the words' passages are and overlapping none of those kept; `ranked`: the words' passages
+    as `retrieve.passages` found them, whose ranking names its words score. Measured: the words' last
     passage almost never holds an answer the others lack, and the read's best holds paraphrases' answers the words
     miss (docs/results/model-retrieval.md). `shown` as it is when the read scored nothing or when its last passage
     holds the answer's unit (Session.ask passes a record only to the question the read was scored with)."""
@@ -574,17 +575,16 @@ def with_read(engine, read, shown: list[retrieve.Found], doc: tuple, sources: Se
     keep = shown if len(shown) < ev.MAX_PASSAGES else shown[:ev.MAX_PASSAGES - 1]
     if unit is not None and not any(unit in f.units for f in keep):
         return shown
-    d_src, seg, texts = doc
+    d_src, seg, texts = ranked.doc
     by_read = read.units(d_src, seg, len(texts), engine.tokens_read)          # (K,)
-    if by_read is None:
+    if by_read is None or ranked.words is None:
         return shown
-    heading = retrieve.headings(engine, retrieve.firsts(doc), texts)
-    got = retrieve.grouped(engine, doc, by_read, sources, 1, heading, skip={u for f in keep for u in f.units})
+    got = retrieve.grouped(engine, ranked.doc, by_read, sources, 1, ranked.heading,
+                           skip={u for f in keep for u in f.units})
     if not got:
         return shown
-    by_words = retrieve.rank(texts, read.question, heading)                  # (K,) what the words say of each
     f = got[0]
-    return keep + [dataclasses.replace(f, score=float(by_words[f.top]), words=None, read=f.score)]
+    return keep + [dataclasses.replace(f, score=float(ranked.words[f.top]), words=None, read=f.score)]
 
 
 def from_judged(question: str, written: str, judged: retrieve.Found, texts: list[str], decided: tuple

@@ -22,7 +22,7 @@ its subject; it is read under its part's heading, so "b2sum is added" comes with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import re
 
@@ -154,8 +154,18 @@ def typed(w: torch.Tensor, texts: list[str], question: str) -> torch.Tensor:
     return out
 
 
+class Passages(NamedTuple):
+    """What `passages` found, with the ranking it found them by (answering.with_read names a passage's words score
+    from it rather than ranking the document again)."""
+
+    found: list[Found]               # the best passages, best first
+    doc: tuple                       # the document's units (src (T,), seg (T,), texts) they index
+    heading: torch.Tensor | None     # (K,) `headings`; None for a document of no units
+    words: torch.Tensor | None       # (K,) `rank`: each unit's words score for the question; None alike
+
+
 def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES
-             ) -> tuple[list[Found], tuple] | None:
+             ) -> Passages | None:
     """The `n` best passages for `question` by its words (`rank`, best first) and the document's units (src, seg,
     texts) they index; None when the pot and its archive do not hold the whole document (a per-head pot, an
     interrupted read)."""
@@ -164,9 +174,10 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
         return None
     src, seg, texts = doc
     if not texts:
-        return [], doc
+        return Passages([], doc, None, None)
     heading = headings(engine, firsts(doc), texts)
-    return grouped(engine, doc, rank(texts, question, heading), sources, n, heading), doc
+    scores = rank(texts, question, heading)
+    return Passages(grouped(engine, doc, scores, sources, n, heading), doc, heading, scores)
 
 
 def firsts(doc: tuple) -> torch.Tensor:
