@@ -22,6 +22,11 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    passage found a document of a few lines is its own passage (`_whole`), a longer one is not answered: no
    path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike).
 
+A question asking for the words that occur most ("What are the 10 most common words?") is a count over the whole
+text, which no passage holds: it is answered by counting the document as read (counts.py, `_counted`); one asking
+which names hold a value ("Which variables are set to 8080?"), by following the document's assignments
+(assignments.py).
+
     reply = answer(engine, prompts, question, sources, max_new_tokens=256)
     reply.text     # the answer line: "-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]"
     reply.how      # "written" | "extracted" | "quoted" | "not-said"
@@ -38,7 +43,7 @@ from typing import Sequence
 
 from . import evidence as ev
 from .evidence import sentence_units
-from . import honesty, judge, retrieve, spans
+from . import assignments, counts, honesty, judge, retrieve, spans
 from ..pot.archive import STOPWORDS, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
@@ -510,6 +515,9 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     if got is None:
         return None
     found, (d_src, seg, texts) = got.found, got.doc
+    counted = _counted(engine, question, got, sources)
+    if counted is not None:
+        return counted
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
     elif not many and judging:  # the model judges the sentences of a paraphrase's passages
@@ -558,6 +566,39 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     label = " · ".join(x for x in (source.rsplit("/", 1)[-1], ev.where_label(where)) if x)
     quote = {"text": " ".join(sentence.split()), "source": source, **where}
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
+
+
+def _counted(engine, question: str, got: retrieve.Passages, sources: Sequence[tuple[str, int]]) -> Reply | None:
+    """The reply to a question over the whole text that no passage answers, worked out from the document as read:
+    the words that occur most (counts.py), the names a value is assigned to (assignments.py); its evidence, the
+    passage where the first word stands, or where the first name is assigned. None: not such a question, none
+    found, or the document is not held whole as text."""
+    n = counts.wanted(question)
+    value = assignments.asked(question) if n is None else None
+    if n is None and value is None:
+        return None
+    text = honesty.document_text(engine)
+    if text is None:
+        return None
+    word = r"(?<![^\W\d_]){}(?![^\W\d_])"
+    if n is not None:
+        top = counts.most_common(text, n)
+        line = counts.answer_line(top)
+        anchor = re.compile(word.format(re.escape(top[0][0])), re.I) if top else None
+    else:
+        names = [name for name, _ in assignments.holding(text, value)]
+        line = ", ".join(names)
+        anchor = re.compile(r"(?<![\w.])" + re.escape(names[0]) + r"\s*:?=") if names else None
+    if anchor is None:
+        return None
+    d_src, seg, texts = got.doc
+    unit = next((k for k, t in enumerate(texts) if anchor.search(t)), None)
+    proof = []
+    if unit is not None:
+        pos = d_src[seg == unit]
+        own = retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit, 1.0)
+        proof = evidence(engine, [own], got.doc, sources, unit)
+    return Reply(line, "extracted", line, "", evidence=proof)
 
 
 def with_read(engine, read, shown: list[retrieve.Found], ranked: retrieve.Passages,

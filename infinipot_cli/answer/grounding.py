@@ -73,18 +73,19 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
     is on and it names something outside the checked text (`scope`: "document" — everything read — or
     "context" — the text the answer was written from). A span or sentence of the document is shown as it is; an
     answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`.
-    `evidence`: the passages the answer was found in (answering.py), shown as they are; None for an answer
+    `evidence`: the passages the answer was found in (answering.py), shown as they are (also for an answer the
+    model did not write, a count: counts.py); None for an answer
     written over the pot, which gets answering.py's checks here: an identifier it miscopied is written as the
     text it was written from has it (answering.completed), and a non-answer (answering.non_answer) is withheld."""
     shown = guess if shown is None else shown
     ctx = ev.Context.of(engine)
-    if ctx is None:
+    if ctx is None and evidence is None:
         return Grounded(shown, guess, how=how)
     passages = evidence if evidence is not None else ev.evidence(engine, ctx, prompt, question, guess, sources,
                                                                   rule=rule, scored=scored)
     bad: list[str] = list(unsupported or [])
     text = None
-    if check and how == "written" and guess.strip():
+    if check and how == "written" and guess.strip() and ctx is not None:
         text = honesty.document_text(engine) if scope == "document" else None
         written_from = ctx.text(engine.tok)
         if text is None:
