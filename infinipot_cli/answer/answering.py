@@ -23,7 +23,7 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike).
 
 A question asking for the words that occur most ("What are the 10 most common words?") is a count over the whole
-text, which no passage holds: it is answered by counting the document as read (counts.py, `_counted`); one asking
+text, which no passage holds: it is answered by counting the document as read (counts.py, `_worked_out`); one asking
 which names hold a value ("Which variables are set to 8080?"), by following the document's assignments
 (assignments.py).
 
@@ -515,9 +515,9 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     if got is None:
         return None
     found, (d_src, seg, texts) = got.found, got.doc
-    counted = _counted(engine, question, got, sources)
-    if counted is not None:
-        return counted
+    worked_out = _worked_out(engine, question, got, sources)  # a count or a chain over the whole text
+    if worked_out is not None:
+        return worked_out
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
     elif not many and judging:  # the model judges the sentences of a paraphrase's passages
@@ -568,7 +568,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
 
 
-def _counted(engine, question: str, got: retrieve.Passages, sources: Sequence[tuple[str, int]]) -> Reply | None:
+def _worked_out(engine, question: str, got: retrieve.Passages, sources: Sequence[tuple[str, int]]) -> Reply | None:
     """The reply to a question over the whole text that no passage answers, worked out from the document as read:
     the words that occur most (counts.py), the names a value is assigned to (assignments.py); its evidence, the
     passage where the first word stands, or where the first name is assigned. None: not such a question, none

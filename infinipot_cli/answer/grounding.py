@@ -74,7 +74,7 @@ def ground(engine, prompt: list[int], question: str, guess: str, sources: Sequen
     "context" — the text the answer was written from). A span or sentence of the document is shown as it is; an
     answer already withheld (`how` "not-said", answering.py) keeps what it named that was `unsupported`.
     `evidence`: the passages the answer was found in (answering.py), shown as they are (also for an answer the
-    model did not write, a count: counts.py); None for an answer
+    model did not write, a count or a chain: answering._worked_out); None for an answer
     written over the pot, which gets answering.py's checks here: an identifier it miscopied is written as the
     text it was written from has it (answering.completed), and a non-answer (answering.non_answer) is withheld."""
     shown = guess if shown is None else shown
