@@ -509,15 +509,15 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     RelevanceRecord when it was read with this question (`ask DOC Q`), whose best passage is shown as the last
     evidence (`with_read`). None when the document is not held whole (the caller answers from the pot as the
     paper does)."""
+    worked_out = _worked_out(engine, question, sources)  # a count or a chain over the whole text
+    if worked_out is not None:
+        return worked_out
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
     if got is None:
         return None
     found, (d_src, seg, texts) = got.found, got.doc
-    worked_out = _worked_out(engine, question, got, sources)  # a count or a chain over the whole text
-    if worked_out is not None:
-        return worked_out
     if not found:  # no unit shares a word with the question: a document of a few lines is the passage itself
         found = _whole(d_src, seg, texts, question, engine)
     elif not many and judging:  # the model judges the sentences of a paraphrase's passages
@@ -537,10 +537,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
             how, short, unit, invented = from_judged(question, written, judged, texts, (how, short, unit, invented))
     if unit is not None and not any(unit in f.units for f in shown_as_evidence):
         # a span found outside the passages (a name's binding): its unit is the first evidence
-        pos = d_src[seg == unit]
-        if pos.numel():
-            own = retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit,
-                                 found[0].score if found else 1.0)
+        own = _unit_passage(got.doc, unit, found[0].score if found else 1.0)
+        if own is not None:
             shown_as_evidence = [own] + shown_as_evidence[:ev.MAX_PASSAGES - 1]
     if read is not None and not many:
         shown_as_evidence = with_read(engine, read, shown_as_evidence, got, sources, unit)
@@ -568,7 +566,17 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
     return Reply(quote_line(short, how, sentence, label), how, short, written, quote, evidence=proof)
 
 
-def _worked_out(engine, question: str, got: retrieve.Passages, sources: Sequence[tuple[str, int]]) -> Reply | None:
+def _unit_passage(doc: tuple, unit: int, score: float) -> retrieve.Found | None:
+    """A passage of the one unit `unit` of the document's units `doc` (src, seg, texts), scored `score`: the
+    evidence of an answer found outside the ranked passages; None for a unit of no tokens."""
+    d_src, seg, _ = doc
+    pos = d_src[seg == unit]
+    if not pos.numel():
+        return None
+    return retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit, score)
+
+
+def _worked_out(engine, question: str, sources: Sequence[tuple[str, int]]) -> Reply | None:
     """The reply to a question over the whole text that no passage answers, worked out from the document as read:
     the words that occur most (counts.py), the names a value is assigned to (assignments.py); its evidence, the
     passage where the first word stands, or where the first name is assigned. None: not such a question, none
@@ -578,7 +586,8 @@ def _worked_out(engine, question: str, got: retrieve.Passages, sources: Sequence
     if n is None and value is None:
         return None
     text = honesty.document_text(engine)
-    if text is None:
+    doc = ev.document_units(engine) if text is not None else None  # (cached: the passages' own units)
+    if doc is None:
         return None
     word = r"(?<![^\W\d_]){}(?![^\W\d_])"
     if n is not None:
@@ -591,13 +600,9 @@ def _worked_out(engine, question: str, got: retrieve.Passages, sources: Sequence
         anchor = re.compile(r"(?<![\w.])" + re.escape(names[0]) + r"\s*:?=") if names else None
     if anchor is None:
         return None
-    d_src, seg, texts = got.doc
-    unit = next((k for k, t in enumerate(texts) if anchor.search(t)), None)
-    proof = []
-    if unit is not None:
-        pos = d_src[seg == unit]
-        own = retrieve.Found(int(pos.min()), int(pos.max()) + 1, [unit], unit, 1.0)
-        proof = evidence(engine, [own], got.doc, sources, unit)
+    unit = next((k for k, t in enumerate(doc[2]) if anchor.search(t)), None)
+    own = _unit_passage(doc, unit, 1.0) if unit is not None else None
+    proof = evidence(engine, [own], doc, sources, unit) if own is not None else []
     return Reply(line, "extracted", line, "", evidence=proof)
 
 
