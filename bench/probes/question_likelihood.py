@@ -95,7 +95,7 @@ def main() -> None:
             got = retrieve.passages(eng, q["question"], (), n=ev.MAX_PASSAGES)
             if got is None:
                 continue
-            found, (_, seg, texts) = got
+            found, (_, seg, texts) = got[0], got[1]
             if not found:
                 rows.append({"id": q["id"], "para": q.get("phrasing") == "paraphrase", "held": False})
                 continue
