@@ -26,10 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from infinipot_cli.answer import evidence as ev, retrieve  # noqa: E402
 from infinipot_cli.answer.judge import candidates, likelihoods, overlap, sentence  # noqa: E402
 from infinipot_cli.answer.evidence import sentence_units  # noqa: E402
-from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
-from infinipot_cli.pot import reader  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from question_likelihood import TextOnly  # noqa: E402
 import sentence_embeddings as se  # noqa: E402
 
 EXTRA = 8   # the embedding's first units whose sentences join the pool
@@ -43,19 +40,8 @@ def main() -> None:
     ap.add_argument("--layer", type=int, default=5, help="index into sentence_embeddings.LAYERS")
     a = ap.parse_args()
     lm = load_model(None)
-    table, questions = load_corpus(Path(a.corpus))
     rows = []
-    for did, doc in table.items():
-        if doc.get("approx_tokens", 0) > a.max_tokens:
-            continue
-        qs = [q for q in questions if q["doc"] == did and q.get("answers")]
-        if not qs:
-            continue
-        t0 = time.time()
-        eng = TextOnly(lm.tokenizer)
-        src = _open(doc)
-        reader.read_source(eng, lm.tokenizer, src, reader.SourceRecord(path=src.path, format=src.format))
-        _, seg, texts = eng.derived(None, None, None)
+    for did, qs, eng, (_, seg, texts), t0 in se.documents(lm.tokenizer, a.corpus, a.max_tokens):
         E = se.embed(lm.model, lm.tokenizer, texts)[:, a.layer].float()               # (K, D)
         t_emb = time.time() - t0
         mu = E.mean(0)

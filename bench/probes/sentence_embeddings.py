@@ -62,6 +62,24 @@ def embed(model, tok, texts: list[str], batch: int = 32, cut: int = 64) -> torch
     return torch.stack(res)
 
 
+def documents(tokenizer, corpus: str, max_tokens: int):
+    """(doc id, its answerable questions, a TextOnly engine, its units (src, seg, texts), start time) for each
+    document of `corpus` of at most `max_tokens` tokens with a question: its units as the reader cuts them, no
+    model read."""
+    table, questions = load_corpus(Path(corpus))
+    for did, doc in table.items():
+        if doc.get("approx_tokens", 0) > max_tokens:
+            continue
+        qs = [q for q in questions if q["doc"] == did and q.get("answers")]
+        if not qs:
+            continue
+        t0 = time.time()
+        eng = TextOnly(tokenizer)
+        src = _open(doc)
+        reader.read_source(eng, tokenizer, src, reader.SourceRecord(path=src.path, format=src.format))
+        yield did, qs, eng, eng.derived(None, None, None), t0
+
+
 def report(recs: list[dict]) -> None:
     """Where the gold unit ranks (first, first 4, 10, 30) by the words, by each layer's vectors, and fused."""
     def at(scores, gold):
@@ -97,20 +115,9 @@ def main() -> None:
         report(json.loads(Path(a.report).read_text()))
         return
     lm = load_model(None)
-    lm.model.float()
-    table, questions = load_corpus(Path(a.corpus))
+    lm.model.float()  # (as measured: float32; meaning_judge.py runs the model as `ask` does, bfloat16)
     recs = []
-    for did, doc in table.items():
-        if doc.get("approx_tokens", 0) > a.max_tokens:
-            continue
-        qs = [q for q in questions if q["doc"] == did and q.get("answers")]
-        if not qs:
-            continue
-        t0 = time.time()
-        eng = TextOnly(lm.tokenizer)
-        src = _open(doc)
-        reader.read_source(eng, lm.tokenizer, src, reader.SourceRecord(path=src.path, format=src.format))
-        _, seg, texts = eng.derived(None, None, None)
+    for did, qs, eng, (_, seg, texts), t0 in documents(lm.tokenizer, a.corpus, a.max_tokens):
         E = embed(lm.model, lm.tokenizer, texts)                                        # (K, L+1, D)
         Q = embed(lm.model, lm.tokenizer, [q["question"] for q in qs])                  # (Q, L+1, D)
         En = torch.nn.functional.normalize(E - E.mean(0), dim=-1)
