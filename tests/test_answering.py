@@ -388,6 +388,24 @@ def test_a_name_bound_to_two_values_takes_the_one_in_the_passages_or_none():
     assert answering.binding("What does BLOCK do?", texts, [retrieve.Found(0, 0, [3], 3, 1.0)]) is None
 
 
+CHAIN = ["# ports\n", "PORT=8080\n", "export BACKUP_PORT=$PORT\n", "ADMIN_PORT=${BACKUP_PORT}\n",
+         "VAR QX = 93008\n", "VAR RT = VAR QX\n", "LOOP_A=$LOOP_B\n", "LOOP_B=$LOOP_A\n", "CACHE=$XDG_HOME\n"]
+
+
+@pytest.mark.parametrize("question,value,unit", [
+    ("What is the value of PORT?", "8080", 1),
+    ("What is the value of ADMIN_PORT?", "8080", 1),       # two links: ${BACKUP_PORT}, then $PORT
+    ("What is BACKUP_PORT set to?", "8080", 1),
+    ("What is the value of RT?", "93008", 4),              # RULER's form: VAR RT = VAR QX
+    ("What is the value of LOOP_A?", "$LOOP_B", 6),        # a loop of names binds none: the reference as written
+    ("What is the value of CACHE?", "$XDG_HOME", 8),       # a name the document never binds: as written
+])
+def test_a_value_naming_another_name_is_followed_to_that_names_value(question, value, unit):
+    """"BACKUP_PORT=$PORT": asked BACKUP_PORT's value, the answer is PORT's (8080), shown with the line that binds
+    it, as assignments.holding follows the chain the other way."""
+    assert answering.binding(question, CHAIN, []) == (value, unit)
+
+
 def test_a_miscopied_identifier_gives_way_to_the_passages():
     uuid = "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f"
     texts = ["Records.\n", f"The special magic uuid for quiet-harbor is: {uuid}.\n", "The end.\n"]

@@ -334,9 +334,10 @@ def _quote_for(question: str, want: spans.Want, found: list[retrieve.Found], tex
 
 
 _BIND = (r"^[ \t]*#[ \t]*define[ \t]+{x}[ \t]+([^\s]+)[ \t]*(?:/[*/].*)?$",                     # #define X 16384
-         r"(?<![\w.]){x}[ \t]*:?=(?!=)[ \t]*([^\s;,]+)[ \t]*[;,]?[ \t]*(?:(?://|#|/\*|--).*)?$",    # X = 16384;
+         r"(?<![\w.]){x}[ \t]*:?=(?!=)[ \t]*((?:VAR[ \t]+)?[^\s;,]+)[ \t]*[;,]?[ \t]*(?:(?://|#|/\*|--).*)?$",  # X = 16384;
          r"(?<![\w.]){x}[ \t]+(?:is[ \t]+)?(?:set|defaults?|defined)[ \t]+(?:to|as)[ \t]+([^\s,;]+?)[.,;]?(?:\s|$)")
 _VALUE_ASKED = re.compile(r"\bvalue of\b|\b(?:set|defaults?|defined|equal)\s+(?:to|as)\b|\bdefault\b")
+_REFERENCE = re.compile(r"(?:VAR[ \t]+|\$\{?)([A-Za-z_][\w.]*)\}?")  # a value naming another name: $X, ${X}, VAR X
 
 
 def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tuple[str, int] | None:
@@ -344,7 +345,7 @@ def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tup
     "What is CHUNK set to?") and the document binds that name to one value ("#define CHUNK 16384", "CHUNK =
     16384;", "CHUNK is set to 16384"): looked for in every unit, not only the passages found (a name on every
     line of an example ranks its definition no higher than the rest). Several values: the one in the passages
-    found, else none."""
+    found, else none. A value naming another name is followed to that name's (`_bound`)."""
     if not _VALUE_ASKED.search(question.lower()):
         return None
     named = re.findall(r"\bvalue of (?:the )?`?([A-Za-z_][\w.]*)", question) + \
@@ -354,25 +355,47 @@ def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tup
              if len(n) >= 2 and n.lower() not in STOPWORDS]
     units = {u for f in found for u in f.units}
     for name in names:
-        rx = [re.compile(p.format(x=re.escape(name)), re.M) for p in _BIND]
-        got = []
-        for k, t in enumerate(texts):
-            if name not in t:
-                continue
-            for r in rx:
-                m = r.search(t)
-                if m:
-                    value = m.group(1).strip("\"'`")
-                    if value and value != name:
-                        got.append((value, k))
-                    break
-        values = list(dict.fromkeys(v for v, _ in got))
-        if len(values) == 1:
-            return got[0]
-        inside = [g for g in got if g[1] in units]
-        if inside:
-            return inside[0]
+        got = _bound(name, texts, units)
+        if got is not None:
+            return got
     return None
+
+
+def _bound(name: str, texts: list[str], units: set[int]) -> tuple[str, int] | None:
+    """(value, unit) the document binds `name` to (`_bound_here`). A value naming another name
+    ("BACKUP_PORT=$PORT", "VAR B = VAR A") is that name's, with the unit binding it, followed through at most
+    assignments.MAX_HOPS names; a chain that ends in a loop or an unbound name gives the reference as written."""
+    pick = _bound_here(name, texts, units)
+    seen, cur = {name}, pick
+    while cur is not None and len(seen) <= assignments.MAX_HOPS:
+        ref = _REFERENCE.fullmatch(cur[0])
+        if ref is None:
+            return cur
+        if ref.group(1) in seen:
+            break
+        seen.add(ref.group(1))
+        cur = _bound_here(ref.group(1), texts, units)
+    return pick
+
+
+def _bound_here(name: str, texts: list[str], units: set[int]) -> tuple[str, int] | None:
+    """(value, unit) of the one value the document binds `name` to (`_BIND`); several values: the one in
+    `units`, else None."""
+    rx = [re.compile(p.format(x=re.escape(name)), re.M) for p in _BIND]
+    got = []
+    for k, t in enumerate(texts):
+        if name not in t:
+            continue
+        for r in rx:
+            m = r.search(t)
+            if m:
+                value = m.group(1).strip("\"'`")
+                if value and value != name:
+                    got.append((value, k))
+                break
+    if len(dict.fromkeys(v for v, _ in got)) == 1:
+        return got[0]
+    return next((g for g in got if g[1] in units), None)
 
 
 def _attached(written: str, span: str, other: str) -> bool:
