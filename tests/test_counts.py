@@ -72,3 +72,52 @@ def test_ask_counts_the_document_as_read(builtin, tmp_path):
     assert r2.exit_code == 0, r2.stderr
     assert json.loads(r2.stdout)["answer"] == out["answer"]
     assert os.path.getsize(path) == len(text.encode())
+
+
+@pytest.mark.parametrize("question,term", [
+    ("How many times does the word \"timeout\" appear in this log?", ("timeout", False)),
+    ("How many times is ERROR mentioned?", ("ERROR", False)),
+    ("How often does Biscuit appear in the story?", ("Biscuit", False)),
+    ("How many lines contain WARN?", ("WARN", True)),
+    ("How many occurrences of 'cache miss' are there?", ("cache miss", False)),
+    ("How many times has worker-2 been logged?", ("worker-2", False)),
+])
+def test_a_question_for_how_often_one_term_occurs_names_it(question, term):
+    assert counts.occurrences(question) == term
+    assert counts.wanted(question) is None
+
+
+@pytest.mark.parametrize("question", [
+    "How many times does the most common word appear?",   # no term named
+    "How many times was the backup retried?",             # what happened, not a word
+    "How many times does the keeper appear in the story?",
+    "How many times has it been used?",                   # a function word
+    "How many lines of output does ls print by default?",
+])
+def test_other_how_many_questions_are_not_occurrence_counts(question):
+    assert counts.occurrences(question) is None
+
+
+def test_an_occurrence_count_is_of_whole_words_any_case_unless_capitals_say_otherwise():
+    text = "ERROR disk\nerror: retry; Errors seen\nsubERROR ERROR\n"
+    assert counts.occurrence_line("ERROR", counts.pattern("ERROR"), text, False) == "“ERROR” occurs 2 times, on 2 lines."
+    assert counts.occurrence_line("error", counts.pattern("error"), text, True) == "3 lines contain “error” (3 times in all)."
+    assert counts.occurrence_line("retry", counts.pattern("retry"), text, True) == "1 line contains “retry” (1 time in all)."
+    assert counts.occurrence_line("panic", counts.pattern("panic"), text, False) == "“panic” does not occur in the document."
+
+
+def test_ask_counts_how_often_a_term_occurs(builtin, tmp_path):
+    """`infinipot ask` over a log: the lines holding a term, counted exactly, the first of them as the evidence;
+    a term the log lacks is counted as none, with no evidence."""
+    path = tmp_path / "log.txt"
+    lines = [f"request {i} served by worker-{i % 3} in {i % 7} ms; cache hit" if i % 4 else
+             f"request {i} failed: timeout on worker-{i % 3}, cache miss" for i in range(120)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = invoke(["ask", str(path), "How many lines contain \"failed\"?", "--json"] + FAST)
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["answer"] == "30 lines contain “failed” (30 times in all)."
+    assert out["evidence"] and "request 0 failed" in out["evidence"][0]["text"]
+    r = invoke(["ask", str(path), "How many times does the word panic appear?", "--json"] + FAST)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["answer"] == "“panic” does not occur in the document." and not json.loads(r.stdout)["evidence"]

@@ -22,8 +22,9 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    passage found a document of a few lines is its own passage (`_whole`), a longer one is not answered: no
    path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike).
 
-A question asking for the words that occur most ("What are the 10 most common words?") is a count over the whole
-text, which no passage holds: it is answered by counting the document as read (counts.py, `_worked_out`); one asking
+A question asking for the words that occur most ("What are the 10 most common words?"), or how often one occurs
+("How many lines contain ERROR?"), is a count over the whole text, which no passage holds: it is answered by
+counting the document as read (counts.py, `_worked_out`); one asking
 which names hold a value ("Which variables are set to 8080?"), by following the document's assignments
 (assignments.py).
 
@@ -601,12 +602,13 @@ def _unit_passage(doc: tuple, unit: int, score: float) -> retrieve.Found | None:
 
 def _worked_out(engine, question: str, sources: Sequence[tuple[str, int]]) -> Reply | None:
     """The reply to a question over the whole text that no passage answers, worked out from the document as read:
-    the words that occur most (counts.py), the names a value is assigned to (assignments.py); its evidence, the
-    passage where the first word stands, or where the first name is assigned. None: not such a question, none
-    found, or the document is not held whole as text."""
+    the words that occur most and how often one occurs (counts.py), the names a value is assigned to
+    (assignments.py); its evidence, the passage where the first word or the term stands, or where the first name
+    is assigned. None: not such a question, none found, or the document is not held whole as text."""
     n = counts.wanted(question)
-    value = assignments.asked(question) if n is None else None
-    if n is None and value is None:
+    term = counts.occurrences(question) if n is None else None
+    value = assignments.asked(question) if n is None and term is None else None
+    if n is None and term is None and value is None:
         return None
     text = honesty.document_text(engine)
     doc = ev.document_units(engine) if text is not None else None  # (cached: the passages' own units)
@@ -617,6 +619,11 @@ def _worked_out(engine, question: str, sources: Sequence[tuple[str, int]]) -> Re
         top = counts.most_common(text, n)
         line = counts.answer_line(top)
         anchor = re.compile(word.format(re.escape(top[0][0])), re.I) if top else None
+    elif term is not None:
+        anchor = counts.pattern(term[0])
+        line = counts.occurrence_line(term[0], anchor, text, term[1])
+        if not anchor.search(text):  # none: the count is the answer, and no passage shows it
+            return Reply(line, "extracted", line, "", evidence=[])
     else:
         names = [name for name, _ in assignments.holding(text, value)]
         line = ", ".join(names)

@@ -11,6 +11,13 @@ ask this; so does a reader of a log or a survey.
     asked = wanted("What are the three most frequently appeared words?")   # 3, or None: not a count question
     top = most_common(text, 3)                                          # [("apple", 30), ("pear", 30), ...]
     line = answer_line(top)                                             # "apple (30 times), pear (30 times), ..."
+
+Alike, how often one word or string occurs ("How many times does 'timeout' appear in this log?", "How many lines
+contain ERROR?"): counted exactly in the document as read.
+
+    term, per_line = occurrences("How many lines contain ERROR?")   # ("ERROR", True), or None
+    rx = pattern(term)                                              # its whole-word matches
+    line = occurrence_line(term, rx, text, per_line)               # "9 lines contain “ERROR” (12 times in all)."
 """
 
 from __future__ import annotations
@@ -81,3 +88,56 @@ def most_common(text: str, n: int) -> list[tuple[str, int]]:
 def answer_line(top: list[tuple[str, int]]) -> str:
     """The answer shown: each word with its count, most frequent first."""
     return ", ".join(f"{w} ({c} time{'s' if c != 1 else ''})" for w, c in top)
+
+
+# "How many times does [the word] 'X' appear / is X mentioned", "How often does X occur", "How many occurrences of
+# X", "How many lines contain X": X quoted (up to 40 characters) or one token
+_QUOTE, _UNQUOTE = "[\"'`\u2018\u201c]", "[\"'`\u2019\u201d]"
+_TERM = (r"(?:the\s+(?:word|term|string|name|phrase|text|token|message|code)\s+)?"
+         r"(?:" + _QUOTE + r"(?P<quoted>[^\"'`\u2019\u201d\n]{1,40})" + _UNQUOTE + r"|(?P<bare>[\w.:/@+-]*\w))")
+_VERB = (r"(?:been\s+)?(?:appears?|appeared|occurs?|occurred|(?:shows?|showed|comes?|came)\s+up|"
+         r"(?:gets?\s+|got\s+)?(?:mentioned|used|written|repeated|logged|printed|seen))\b")
+_AUX = r"(?:does|do|did|is|are|was|were|has|have)"
+_OCCURRENCES = [re.compile(p, re.I) for p in (
+    r"\bhow\s+many\s+times\s+" + _AUX + r"\s+" + _TERM + r"\s+" + _VERB,
+    r"\bhow\s+often\s+" + _AUX + r"\s+" + _TERM + r"\s+" + _VERB,
+    r"\bhow\s+many\s+(?:occurrences|mentions|instances)\s+of\s+" + _TERM + r"(?=[\s?.,;]|$)",
+    r"\bhow\s+many\s+(?P<lines>lines)\s+(?:contain|mention|include|have|show)s?\s+" + _TERM + r"(?=[\s?.,;]|$)")]
+
+
+def occurrences(question: str) -> tuple[str, bool] | None:
+    """(term, per line) when `question` asks how often one word or string occurs in the document: the term quoted,
+    or one token that is no function word; per line when it asks for the lines that hold it. None otherwise
+    ("How many times does the most common word appear?" names no term; "How many times was the backup
+    retried?" asks about what happened, not about words)."""
+    for rx in _OCCURRENCES:
+        m = rx.search(question)
+        if not m:
+            continue
+        term = (m.group("quoted") or m.group("bare") or "").strip()
+        if not term or (m.group("bare") and (term.lower() in FUNCTION_WORDS or len(term) < 2)):
+            return None
+        return term, "lines" in rx.groupindex and bool(m.group("lines"))
+    return None
+
+
+def pattern(term: str) -> re.Pattern:
+    """The term's matches as a whole word (no letter or digit right before or after an end that is one), any
+    case — but as written when it has a capital after its first letter ("ERROR", "NullPointerException")."""
+    pre = r"(?<![^\W_])" if term[0].isalnum() else ""
+    post = r"(?![^\W_])" if term[-1].isalnum() else ""
+    exact = any(c.isupper() for c in term[1:])
+    return re.compile(pre + re.escape(term) + post, 0 if exact else re.I)
+
+
+def occurrence_line(term: str, rx: re.Pattern, text: str, per_line: bool) -> str:
+    """The answer shown: how many times `term` (matched by `rx`) occurs in `text`, and on how many lines."""
+    times = len(rx.findall(text))
+    lines = sum(1 for ln in text.split("\n") if rx.search(ln))
+    shown = f"\u201c{term}\u201d"
+    if not times:
+        return f"{shown} does not occur in the document."
+    plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"  # noqa: E731
+    if per_line:
+        return f"{plural(lines, 'line')} {'contain' if lines != 1 else 'contains'} {shown} ({plural(times, 'time')} in all)."
+    return f"{shown} occurs {plural(times, 'time')}, on {plural(lines, 'line')}."
