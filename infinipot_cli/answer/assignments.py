@@ -5,8 +5,8 @@ name bound to the value, directly (`PORT=8080`, `VAR LNSDG = 93008`) or through 
 (`BACKUP=$PORT`, `VAR GZESA = VAR LNSDG`), anywhere in the text: a multi-hop question no single passage
 answers, which the small model does not follow even when every link is before it. The pot and its archive hold
 every token read, so the document as read is searched for its assignments and the chains are followed exactly.
-The reverse question, a name's value, is answering.binding's (which follows a chain the other way). RULER's variable tracking (vt) asks this; so does a
-reader of a configuration file or a script.
+The reverse question, a name's value, is answering.binding's (which follows a chain the other way). RULER's
+variable tracking (vt) asks this; so does a reader of a configuration file or a script.
 
     value = asked("Which variables are set to 8080?")   # "8080", or None: not such a question
     names = holding(text, value)                         # ["PORT", "BACKUP"], in the order they are assigned
