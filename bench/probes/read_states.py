@@ -107,16 +107,7 @@ def main() -> None:
 
 
 def report(recs: list[dict]) -> None:
-    def at(scores, gold):
-        order = torch.as_tensor(scores).argsort(descending=True)
-        pos = torch.empty_like(order)
-        pos[order] = torch.arange(len(order))
-        return min(int(pos[g]) for g in gold)
-
-    def line(name, f):
-        ps = [at(f(r), r["gold"]) for r in recs]
-        print(f"{name:44s}", *[f"{sum(p < k for p in ps):4d}" for k in (1, 4, 10, 30)], f"  of {len(ps)}")
-    print(f"{'ranking':44s} top1 top4 top10 top30")
+    line = se.table(recs, 44)
     line("words", lambda r: r["words"])
     for i, w in enumerate(WAYS):
         line(w, lambda r, i=i: [c[i] for c in r["cos"]])

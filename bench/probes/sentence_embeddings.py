@@ -80,22 +80,32 @@ def documents(tokenizer, corpus: str, max_tokens: int):
         yield did, qs, eng, eng.derived(None, None, None), t0
 
 
+def gold_rank(scores, gold) -> int:
+    """The best rank (0 = first) of a unit of `gold` by `scores` (K,)."""
+    order = torch.as_tensor(scores).argsort(descending=True)
+    pos = torch.empty_like(order)
+    pos[order] = torch.arange(len(order))
+    return min(int(pos[g]) for g in gold)
+
+
+def table(recs: list[dict], width: int = 26):
+    """Prints the table's head; returns line(name, f): one row, how many gold units f(record)'s scores rank
+    first, in the first 4, 10 and 30."""
+    print(f"{'ranking':{width}s} top1 top4 top10 top30")
+
+    def line(name, f):
+        ps = [gold_rank(f(r), r["gold"]) for r in recs]
+        print(f"{name:{width}s}", *[f"{sum(p < k for p in ps):4d}" for k in (1, 4, 10, 30)], f"  of {len(ps)}")
+    return line
+
+
 def report(recs: list[dict]) -> None:
     """Where the gold unit ranks (first, first 4, 10, 30) by the words, by each layer's vectors, and fused."""
-    def at(scores, gold):
-        order = torch.as_tensor(scores).argsort(descending=True)
-        pos = torch.empty_like(order)
-        pos[order] = torch.arange(len(order))
-        return min(int(pos[g]) for g in gold)
-
     def z(x):
         x = torch.as_tensor(x, dtype=torch.float)
         return (x - x.mean()) / (x.std() + 1e-9)
 
-    def line(name, f):
-        ps = [at(f(r), r["gold"]) for r in recs]
-        print(f"{name:26s}", *[f"{sum(p < k for p in ps):4d}" for k in (1, 4, 10, 30)], f"  of {len(ps)}")
-    print(f"{'ranking':26s} top1 top4 top10 top30")
+    line = table(recs)
     line("words", lambda r: r["words"])
     names = [f"layer {n}, last token" for n in LAYERS] + ["layer 16, mean"]
     for i, n in enumerate(names):
