@@ -338,7 +338,6 @@ _BIND = (r"^[ \t]*#[ \t]*define[ \t]+{x}[ \t]+([^\s]+)[ \t]*(?:/[*/].*)?$",     
          r"(?<![\w.]){x}[ \t]*:?=(?!=)[ \t]*((?:VAR[ \t]+)?[^\s;,]+)[ \t]*[;,]?[ \t]*(?:(?://|#|/\*|--).*)?$",  # X = 16384;
          r"(?<![\w.]){x}[ \t]+(?:is[ \t]+)?(?:set|defaults?|defined)[ \t]+(?:to|as)[ \t]+([^\s,;]+?)[.,;]?(?:\s|$)")
 _VALUE_ASKED = re.compile(r"\bvalue of\b|\b(?:set|defaults?|defined|equal)\s+(?:to|as)\b|\bdefault\b")
-_REFERENCE = re.compile(r"(?:VAR[ \t]+|\$\{?)([A-Za-z_][\w.]*)\}?")  # a value naming another name: $X, ${X}, VAR X
 
 
 def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tuple[str, int] | None:
@@ -369,13 +368,13 @@ def _bound(name: str, texts: list[str], units: set[int]) -> tuple[str, int] | No
     pick = _bound_here(name, texts, units)
     seen, cur = {name}, pick
     while cur is not None and len(seen) <= assignments.MAX_HOPS:
-        ref = _REFERENCE.fullmatch(cur[0])
+        ref = assignments.reference(cur[0])  # a value naming another name: $X, ${X}, VAR X
         if ref is None:
             return cur
-        if ref.group(1) in seen:
+        if ref in seen:
             break
-        seen.add(ref.group(1))
-        cur = _bound_here(ref.group(1), texts, units)
+        seen.add(ref)
+        cur = _bound_here(ref, texts, units)
     return pick
 
 

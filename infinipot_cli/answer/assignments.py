@@ -26,6 +26,7 @@ _KEYWORD = r"(?:(?:VAR|var|let|const|export|set|local|readonly|declare|define)\s
 _VALUE = r"((?:VAR\s+)?\$?\{?[\w.:/@+-]+\}?)"
 _AT_LINE = re.compile(r"^[ \t]*" + _KEYWORD + r"?(" + _NAME + r")[ \t]*:?=[ \t]*" + _VALUE + r"[ \t]*[;,]?[ \t]*$", re.M)
 _ANYWHERE = re.compile(r"\bVAR\s+(" + _NAME + r")\s*=\s*" + _VALUE)
+_REFERENCE = re.compile(r"(?:VAR\s+|\$\{?)(" + _NAME + r")\}?")
 MAX_HOPS = 64   # links followed from a name at most (a loop of names binds none)
 
 
@@ -38,6 +39,12 @@ def asked(question: str) -> str | None:
     return value or None
 
 
+def reference(value: str) -> str | None:
+    """The name a value names instead of a value of its own ("$PORT", "${PORT}", RULER's "VAR PORT"), or None."""
+    m = _REFERENCE.fullmatch(value)
+    return m.group(1) if m else None
+
+
 def assignments(text: str) -> list[tuple[str, str, int]]:
     """(name, what it is assigned: a value or "$NAME" for another name, character offset) of every assignment of
     `text`, in order."""
@@ -45,8 +52,8 @@ def assignments(text: str) -> list[tuple[str, str, int]]:
     for rx in (_AT_LINE, _ANYWHERE):
         for m in rx.finditer(text):
             name, rhs = m.group(1), m.group(2).strip()
-            ref = re.fullmatch(r"(?:VAR\s+|\$\{?)(" + _NAME + r")\}?", rhs)
-            found.setdefault(m.start(1), (name, "$" + ref.group(1) if ref else rhs, m.start(1)))
+            ref = reference(rhs)
+            found.setdefault(m.start(1), (name, "$" + ref if ref else rhs, m.start(1)))
     return [found[k] for k in sorted(found)]
 
 
