@@ -380,6 +380,27 @@ def test_pdf_cipher_needing_cryptography_gives_a_clear_error():
         PdfSource._decrypt(FakeReader(), "aes.pdf")
 
 
+def test_man_page_hyphenation_is_undone_line_for_line():
+    """`man bzip2 | col -b` breaks words with U+2010 at a line's end; piped on stdin the words are whole again
+    and every line keeps its number (an ASCII hyphen there may be a compound's and stays)."""
+    page = ("OPTIONS\n"
+            "       -k --keep\n"
+            "              Keep input files during compression or decompres\u2010\n"
+            "              sion.\n"
+            "       -s --small\n"
+            "              Reduce memory usage, at the expense of the  compres\u2010\n"
+            "              sion ratio; the block size used is read from the file\u2010\n"
+            "              name header. A well-\n"
+            "              known trick.\n")
+    text = read_all(open_source("-", stdin=io.BytesIO(page.encode())))[0].text
+    lines = text.split("\n")
+    assert len(lines) == page.rstrip().count("\n") + 1
+    assert lines[2].split()[-2:] == ["or", "decompression."] and not lines[3].strip()
+    assert lines[5].split()[-2:] == ["the", "compression"] and lines[6].split()[0] == "ratio;"
+    assert lines[6].split()[-1] == "filename" and lines[7].split() == ["header.", "A", "well-"]
+    assert "\u2010" not in text
+
+
 def test_pdf_on_stdin_is_spooled():
     data = make_pdf([["From a pipe."]])
     src = open_source("-", stdin=io.BytesIO(data))

@@ -31,6 +31,10 @@ _HSPACE = re.compile(r"[ \t\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
 # A letter, a hyphen (or soft hyphen / U+2010) at the very end of a line, then the next line's first letter.
 _LINE_END_HYPHEN = re.compile(r"([^\W\d_])([-\u00ad\u2010])\n[ \t]*(?=[^\W\d_])")
+# In plain text, only a typesetter's hyphenation mark ends a line inside a word: U+2010, which groff writes where
+# it breaks a word (`man tar | col -b`: "decompres\u2010" / "        sion."), or a soft hyphen. The word's second
+# part (up to the next space) and the rest of its line.
+_BROKEN_WORD = re.compile(r"([^\W\d_])[\u00ad\u2010]\n([ \t]*)([^\W\d_]\S*)([^\n]*)")
 
 
 @dataclass
@@ -74,6 +78,23 @@ def repair_hyphenation(text: str) -> str:
     return _LINE_END_HYPHEN.sub(_join_hyphen, text)
 
 
+def _rejoin(m: re.Match[str]) -> str:
+    return m.group(1) + m.group(3) + "\n" + m.group(2) + m.group(4).lstrip()
+
+
+def rejoin_broken_words(text: str) -> str:
+    """Undo a typesetter's hyphenation in plain text, keeping every line: ``"decompres\u2010\\n    sion. It"`` ->
+    ``"decompression.\\n    It"`` (a man page rendered by groff breaks words with U+2010, which no word has at a
+    line's end; an ASCII "-" there may be a compound's own and is kept). The lines stay as many as they were, so a
+    line number counted in the text is the file's (a part that was its line's only word leaves it blank: groff
+    breaks a word so only at a paragraph's end)."""
+    for _ in range(8):  # a match takes its part's whole line: a break at that line's end waits for the next pass
+        text, n = _BROKEN_WORD.subn(_rejoin, text)
+        if not n:
+            break
+    return text
+
+
 def normalize_whitespace(text: str) -> str:
     """Collapse runs of spaces/tabs, strip every line, keep single line breaks and at most one blank line."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\v", "\n")
@@ -90,9 +111,10 @@ def clean_extracted_text(text: str) -> str:
 
 
 def clean_plain_text(text: str) -> str:
-    """Light clean-up for plain text: ligatures, ANSI colour codes and stray control characters (keeps layout)."""
+    """Light clean-up for plain text: ligatures, ANSI colour codes, stray control characters and a typesetter's
+    hyphenation (keeps the layout and the line count)."""
     text = _ANSI.sub("", repair_ligatures(text))
-    return _CONTROL.sub("", text.replace("\f", "\n").replace("\v", "\n"))
+    return rejoin_broken_words(_CONTROL.sub("", text.replace("\f", "\n").replace("\v", "\n")))
 
 
 def _strip_lines(text: str) -> str:
