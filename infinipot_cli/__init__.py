@@ -4,4 +4,4 @@ Implements InfiniPot (Kim et al., EMNLP 2024, arXiv 2410.01518): Continual Conte
 with Catalyst Prompts (CaP), Novelty under Compression (NuC) and Context-Reset RoPE (CR-RoPE).
 """
 
-__version__ = "0.1.1"
+__version__ = "0.1.2"

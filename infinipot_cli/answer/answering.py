@@ -537,7 +537,8 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         return worked_out
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
-    got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES))
+    got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES),
+                            expected=judging)
     if got is None:
         return None
     found, (d_src, seg, texts) = got.found, got.doc
@@ -760,7 +761,8 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
             where["line"] += whole[cuts[first]:off].count("\n")
         left -= count_words(text)
         out.append(ev.Passage(text=text, start=start, stop=b, source=source, where=where, judged=f.judged,
-                              score=f.score if f.words is None else f.words, read=f.read))  # own scores, shown
+                              score=f.score if f.words is None else f.words, read=f.read,
+                              expected=f.expected))  # own scores, shown
     return out
 
 

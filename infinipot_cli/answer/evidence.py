@@ -61,9 +61,12 @@ class Passage:
     where: dict = field(default_factory=dict)   # page / chapter / section / line, as the format has them
     judged: float | None = None                 # the model's log P(question | its best sentence), where it judged
     read: float | None = None                   # the question's attention while reading, where the read found it
+    expected: float | None = None               # of `score`, what the words the model expected while reading gave
 
     def as_json(self) -> dict:
-        scores = {"words": round(self.score, 3)}
+        scores = {"words": round(self.score - (self.expected or 0.0), 3)}
+        if self.expected is not None:
+            scores["expected"] = round(self.expected, 3)
         if self.judged is not None:
             scores["model"] = round(self.judged, 3)
         if self.read is not None:

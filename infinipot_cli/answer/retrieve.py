@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
+import math
 import re
 
 import torch
@@ -38,6 +39,7 @@ SIDE_UNITS = 2     # units with text taken on each side at most
 HEADING_WEIGHT = 0.5  # a part heading's words count this much in its units' scores
 HEAD_WEIGHT = 0.25    # a unit that begins with a name the question names gains this x the name's idf
 TYPED_WEIGHT = 0.5    # a unit next to a span of the kind the question asks for scores this much more (x 1.5)
+EXPECTED_WEIGHT = 1.0  # a question word the model expected in a unit that lacks it counts this x its idf
 # the span kinds a unit's text can show by their form alone (a plain word can be a name, a quote anything)
 SHAPED = ("number", "version", "date", "option", "key", "email", "url", "path", "shell", "symbol")
 
@@ -58,6 +60,7 @@ class Found:
     judged: float | None = None  # where the model judged (judge.py): its best log P(question | sentence) here
     words: float | None = None   # its own words' score, where the judge raised `score` to the best passage's
     read: float | None = None    # a passage the read found (ask DOC Q): its top unit's mean CaP-Q record
+    expected: float | None = None  # what the words the model expected while reading added to `score`
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
@@ -86,23 +89,52 @@ def headings(engine, first: torch.Tensor, texts: list[str]) -> torch.Tensor:
     return out
 
 
-def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
+def expected_scores(texts: list[str], question: str, expected: list[set[str]]) -> torch.Tensor:
+    """(K,) for every unit, the idf (over the units' words and expected words together) of the question's content
+    words the unit lacks but the model expected at its positions while reading (`expected`: each unit's words,
+    scoring/expected.py): "rescue" for "You can use bzip2recover to try to recover data", where the model
+    expected "rescue" too."""
+    terms = [w for w in dict.fromkeys(ev.words(question)) if w not in ev.STOPWORDS]
+    K = len(texts)
+    out = torch.zeros(K)
+    if not terms:
+        return out
+    has = [set(ev.words(t)) for t in texts]
+    for w in terms:
+        hit = [w in e and w not in h for h, e in zip(has, expected)]
+        if not any(hit):
+            continue
+        df = sum(w in h or w in e for h, e in zip(has, expected))
+        out += math.log(1 + (K - df + 0.5) / (df + 0.5)) * torch.tensor(hit, dtype=torch.float)
+    return out
+
+
+def rank(texts: list[str], question: str, heading: torch.Tensor | None = None,
+         expected: list[set[str]] | None = None) -> torch.Tensor:
     """(K,) score of every unit: BM25 over the question's content words (idf over the units), an option the
     question names counting as written (`-N` is not `-n`), a version too (`1.12-1`), raised for the units that
     stand next to what the question asks for (`typed`) and for those that begin with a name it names (`heads`),
     plus HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question
     attention beside the words measured worse (docs/results/qa.md), so the words alone rank."""
+    exact, rest = _written_apart(question)
+    named = [set(exact) & _as_written(t) for t in texts] if exact else [set()] * len(texts)
+    w = ev.word_scores(texts, rest) + ev.idf_scores(named, exact)
+    w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
+    if heading is not None:
+        h = heading.clamp_min(0)
+        w = w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
+    if expected is not None:
+        w = w + EXPECTED_WEIGHT * expected_scores(texts, rest, expected)
+    return w
+
+
+def _written_apart(question: str) -> tuple[list[str], str]:
+    """(the options and versions `question` writes, matched as written; the question without them)."""
     exact = [o for o in dict.fromkeys(_as_written(question)) if len(o) >= 2]
     rest = question
     for o in exact:
         rest = rest.replace(o, " ")
-    named = [set(exact) & _as_written(t) for t in texts] if exact else [set()] * len(texts)
-    w = ev.word_scores(texts, rest) + ev.idf_scores(named, exact)
-    w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
-    if heading is None:
-        return w
-    h = heading.clamp_min(0)
-    return w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
+    return exact, rest
 
 
 def _as_written(text: str) -> set[str]:
@@ -164,11 +196,12 @@ class Passages(NamedTuple):
     words: torch.Tensor | None       # (K,) `rank`: each unit's words score for the question; None alike
 
 
-def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES
-             ) -> Passages | None:
+def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES,
+             expected: bool = False) -> Passages | None:
     """The `n` best passages for `question` by its words (`rank`, best first) and the document's units (src, seg,
-    texts) they index; None when the pot and its archive do not hold the whole document (a per-head pot, an
-    interrupted read)."""
+    texts) they index; with `expected`, the words the model expected while reading count too (where the read kept
+    them: scoring/expected.py). None when the pot and its archive do not hold the whole document (a per-head pot,
+    an interrupted read)."""
     doc = ev.document_units(engine)
     if doc is None:
         return None
@@ -177,7 +210,15 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
         return Passages([], doc, None, None)
     heading = headings(engine, firsts(doc), texts)
     scores = rank(texts, question, heading)
-    return Passages(grouped(engine, doc, scores, sources, n, heading), doc, heading, scores)
+    sketch = getattr(engine, "expected_words", None) if expected else None
+    sets = sketch.words(src, seg, len(texts)) if sketch is not None else None
+    part = EXPECTED_WEIGHT * expected_scores(texts, _written_apart(question)[1], sets) if sets else None
+    if part is not None:
+        scores = scores + part
+    found = grouped(engine, doc, scores, sources, n, heading)
+    for f in found if part is not None else []:
+        f.expected = float(part[f.top]) or None
+    return Passages(found, doc, heading, scores)
 
 
 def firsts(doc: tuple) -> torch.Tensor:

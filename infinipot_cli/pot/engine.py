@@ -34,6 +34,7 @@ from .scoring.focus import Focus
 from .scoring.nuc import novelty
 from .scoring.policies import make_policy
 from .scoring.policy import SelectionInputs
+from .scoring.expected import TOP as EXPECT_TOP, ExpectedWords
 from .scoring.record import RelevanceRecord
 from .scoring.segments import BoundaryTable, unit_starts
 from .spread import spread_select
@@ -104,6 +105,9 @@ class Engine(AnswerSteps):
         self.graphs = Graphs(self.device)  # CUDA graphs of the chunk forward and the selection (CUDA only)
         self.last_by_nuc: torch.Tensor | None = None  # (L, H, keep - pinned) after each distillation
         self.archive = Archive(config.archive_segment)  # evicted sentences (token ids), for questions asked later (recall)
+        # the words the model expected at every position read, from NuC's own products (scoring/expected.py): a
+        # later question's words the document lacks find the sentences where the model expected them
+        self.expected_words: ExpectedWords | None = ExpectedWords.of(tokenizer) if self.policy.needs_nuc else None
         self.recalled = 0                 # tokens the last answer recalled from the archive
         # (src, tok (N,), header ids): the kept text the last answer was written from (evidence.py reads it)
         self.answered_from: tuple[torch.Tensor, torch.Tensor, list[int]] | None = None
@@ -292,9 +296,14 @@ class Engine(AnswerSteps):
             self.pot.note_peak()
             if n:
                 ids_t = x[0, :n]
+                expect = None  # (ids, logp) (n, EXPECT_TOP): the words expected at these positions
                 if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
                     t1 = clock.now()
-                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t, sample=self.cfg.nuc_sample)
+                    top = EXPECT_TOP if self.expected_words is not None and not recalled else 0
+                    nov = novelty(self.model, self.prev_hidden, hidden[:n], ids_t, sample=self.cfg.nuc_sample,
+                                  top=top)
+                    if top:
+                        nov, *expect = nov
                     self.timings.add("nuc", clock.span(t1))
                 else:
                     nov = torch.zeros(n, device=self.device)
@@ -319,6 +328,8 @@ class Engine(AnswerSteps):
             if n and not recalled:
                 self.prev_hidden = last
                 if not pinned:
+                    if expect is not None:
+                        self.expected_words.observe(self.tokens_read, *expect)
                     self.tokens_read += n
                     self.where = where_at(self.provenance, self.tokens_read - 1)
             if acc is not None:
@@ -467,6 +478,8 @@ class Engine(AnswerSteps):
         if self.prev_hidden is not None:
             tensors["prev_hidden"] = self.prev_hidden.detach().cpu().contiguous().clone()  # (d,)
         tensors.update(self.archive.tensors())  # archive.ids (T,) int32, archive.segs (K, 2): evicted sentences
+        if self.expected_words is not None:
+            tensors.update(self.expected_words.tensors())  # expected.ids (W, KEEP) int32
         facts = {"config": self.cfg.as_dict(), "tokens_read": int(self.tokens_read), "cycles": int(self.cycles),
                  "entries": len(pot), "n_pinned": int(pot.n_pinned), "n_distilled": int(pot.n_distilled),
                  "peak_entries": int(pot.peak_entries), "layers": pot.num_layers, "kv_heads": pot.num_kv_heads,
@@ -505,6 +518,8 @@ class Engine(AnswerSteps):
         eng.pending = tensors["pending"].tolist()
         eng._fed = int(facts.get("fed", eng.tokens_read + len(eng.pending)))
         eng.where = str(facts.get("where", ""))
+        if eng.expected_words is not None:  # pots saved before it was kept have none
+            eng.expected_words.restore(tensors)
         if "archive.segs" in tensors:  # pots saved before the archive existed have none
             eng.archive = Archive.from_tensors(tensors["archive.ids"], tensors["archive.segs"],
                                                eng.cfg.archive_segment)

@@ -11,6 +11,8 @@ A pot file is a safetensors file (never pickle). Tensors:
     prev_hidden                           (d,) last hidden state (absent before anything was read)
     catalyst                              (n,) int64 catalyst prompt ids
     pending                               (n,) int64 document ids fed but not yet forwarded
+    expected.ids                          (W, 32) int32 — the words the read expected, per 16 positions
+                                          (scoring/expected.py; absent in pots saved before)
     archive.ids, archive.segs             (T,) int32 / (K, 2) int64 — evicted sentences (archive.py; absent
                                           when nothing was evicted, and in pots written before it existed)
 
@@ -482,6 +484,12 @@ def _check_structure(path: Path, t: dict[str, torch.Tensor], meta: dict) -> None
         segs = t["archive.segs"]
         if segs.numel() and int((segs[:, 0] + segs[:, 1]).max()) > meta["tokens_read"]:
             bad("archive positions outside the document")
+    if "expected.ids" in t:  # the words the read expected (scoring/expected.py): (W, KEEP) token ids, -1 none
+        from .scoring.expected import KEEP, WINDOW
+
+        x = t["expected.ids"]
+        if x.dim() != 2 or x.shape[1] != KEEP or x.dtype != torch.int32 or x.shape[0] > -(-meta["tokens_read"] // WINDOW):
+            bad(f"tensor 'expected.ids' is {tuple(x.shape)} {_dtype_name(x.dtype)}, expected (windows, {KEEP}) int32")
     if S:
         src = t["src"]
         if int(src.max()) >= meta["tokens_read"] or int(src.min()) < -max(1, meta["n_pinned"]):

@@ -51,7 +51,7 @@ def lm_head_logits(model, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-def _nll(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def _nll(model, h: torch.Tensor, targets: torch.Tensor, top: int = 0):
     """-log p(targets | h): h (b, d) in the model's dtype, targets (b,) -> (b,) float32.
 
     Per vocabulary block: the product in the model's dtype (fp32 accumulation inside the GEMM), less its row
@@ -64,6 +64,7 @@ def _nll(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     step = min(V, VOCAB_BLOCK.get(h.device.type, DEFAULT_VOCAB_BLOCK))
     parts = torch.empty(b, -(-V // step), device=h.device)  # (b, blocks) float32
     buf = torch.empty(b, step, dtype=h.dtype, device=h.device)  # one block's logits, reused
+    best_v, best_i = [], []
     for j, s in enumerate(range(0, V, step)):
         n = min(step, V - s)
         z = torch.matmul(h, w[s:s + n].T, out=buf) if n == step else torch.matmul(h, w[s:s + n].T)  # (b, n)
@@ -71,10 +72,19 @@ def _nll(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
             z = z + bias[s:s + n]
         if cap:
             z = torch.tanh(z.float() / cap) * cap
+        if top:
+            v, i = z.topk(min(top, n), -1, sorted=False)  # (b, top) this block's best, unordered
+            best_v.append(v.float())
+            best_i.append(i + s)
         m = z.amax(-1, keepdim=True)  # (b, 1)
         z = z - m if z is not buf else z.sub_(m)  # the block's buffer is overwritten in place
         parts[:, j] = z.exp_().sum(-1, dtype=torch.float32).log_() + m[:, 0].float()
-    return torch.logsumexp(parts, -1) - _target_logit(h, w, bias, cap, targets)
+    lse = torch.logsumexp(parts, -1)  # (b,)
+    nll = lse - _target_logit(h, w, bias, cap, targets)
+    if not top:
+        return nll
+    v, k = torch.cat(best_v, -1).topk(top, -1)  # (b, top)
+    return nll, torch.cat(best_i, -1).gather(-1, k), v - lse[:, None]
 
 
 def _target_logit(h: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cap: float | None,
@@ -165,20 +175,28 @@ def _sample_for(model, w: torch.Tensor) -> Sample | None:
     return got or None
 
 
-def _nll_logits(model, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def _nll_logits(model, h: torch.Tensor, targets: torch.Tensor, top: int = 0):
     """The same from whole logits, for a head that is not a plain weight matrix."""
     logits = lm_head_logits(model, h)  # (b, V)
-    return torch.logsumexp(logits, -1) - logits.gather(-1, targets[:, None])[:, 0]
+    lse = torch.logsumexp(logits, -1)
+    nll = lse - logits.gather(-1, targets[:, None])[:, 0]
+    if not top:
+        return nll
+    v, i = logits.topk(top, -1)
+    return nll, i, v - lse[:, None]
 
 
 @torch.no_grad()
 def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: torch.Tensor,
-            sample: bool = True) -> torch.Tensor:
+            sample: bool = True, top: int = 0):
     """Per-token cross-entropy (nats) of `ids` given the pot; with `sample`, over the model's Sample of the
     vocabulary when its head is over the budget (module docstring).
 
     prev_hidden: (d,) last hidden state before this chunk (None at the very start: novelty 0 for token 0).
-    hidden: (T, d) hidden states of this chunk; ids: (T,) its token ids. Returns (T,) float32.
+    hidden: (T, d) hidden states of this chunk; ids: (T,) its token ids. Returns (T,) float32; with `top`,
+    also the `top` most probable ids predicted for each token and their log-probabilities ((T, top) each; -1 and
+    -inf where there is no prediction: the first token read, or a head read over a sample), from the same
+    products (scoring/expected.py).
     """
     t = ids.shape[0]
     if prev_hidden is None:
@@ -194,9 +212,23 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
     sampled = _sample_for(model, w) if sample and nll is _nll else None
     if sampled is not None:
         nll = sampled.nll
+    k = top if sampled is None else 0
+    got_i = [torch.full((t - preds.shape[0], top), -1, dtype=torch.long, device=ids.device)]
+    got_v = [torch.full((t - preds.shape[0], top), float("-inf"), device=ids.device)]
     rows = ROW_BLOCK.get(preds.device.type, DEFAULT_ROW_BLOCK)  # rows are independent: the same values either way
     for s in range(0, preds.shape[0], rows):
-        out.append(nll(model, preds[s:s + rows], targets[s:s + rows]))
+        r = nll(model, preds[s:s + rows], targets[s:s + rows], k) if k else nll(model, preds[s:s + rows],
+                                                                                 targets[s:s + rows])
+        if k:
+            r, i, v = r
+            got_i.append(i)
+            got_v.append(v)
+        out.append(r)
     res = torch.cat(out) if out else torch.zeros(0, device=ids.device)
     assert res.shape[0] == t
-    return res
+    if not top:
+        return res
+    if not k:  # a sampled head's partial sums rank no vocabulary
+        return res, torch.full((t, top), -1, dtype=torch.long, device=ids.device), \
+            torch.full((t, top), float("-inf"), device=ids.device)
+    return res, torch.cat(got_i), torch.cat(got_v)
