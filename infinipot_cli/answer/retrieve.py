@@ -109,23 +109,21 @@ def expected_scores(texts: list[str], question: str, expected: list[set[str]]) -
     return out
 
 
-def rank(texts: list[str], question: str, heading: torch.Tensor | None = None,
-         expected: list[set[str]] | None = None) -> torch.Tensor:
+def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
     """(K,) score of every unit: BM25 over the question's content words (idf over the units), an option the
     question names counting as written (`-N` is not `-n`), a version too (`1.12-1`), raised for the units that
     stand next to what the question asks for (`typed`) and for those that begin with a name it names (`heads`),
     plus HEADING_WEIGHT x its part heading's (`heading`: (K,) heading unit, -1 none). The pot's own question
-    attention beside the words measured worse (docs/results/qa.md), so the words alone rank."""
+    attention beside the words measured worse (docs/results/qa.md), so the words rank; the words the model expected
+    while reading count beside them (`expected_scores`, added by `passages`)."""
     exact, rest = _written_apart(question)
     named = [set(exact) & _as_written(t) for t in texts] if exact else [set()] * len(texts)
     w = ev.word_scores(texts, rest) + ev.idf_scores(named, exact)
     w = typed(w, texts, question) + HEAD_WEIGHT * heads(texts, question)
-    if heading is not None:
-        h = heading.clamp_min(0)
-        w = w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
-    if expected is not None:
-        w = w + EXPECTED_WEIGHT * expected_scores(texts, rest, expected)
-    return w
+    if heading is None:
+        return w
+    h = heading.clamp_min(0)
+    return w + HEADING_WEIGHT * torch.where(heading >= 0, w[h], torch.zeros_like(w))
 
 
 def _written_apart(question: str) -> tuple[list[str], str]:
