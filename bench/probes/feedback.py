@@ -14,7 +14,6 @@ the words' alone.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -30,7 +29,7 @@ from infinipot_cli.answer import retrieve  # noqa: E402
 from infinipot_cli.answer.evidence import STOPWORDS, words  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from attention_retrieval import gold_units  # noqa: E402
-from sentence_embeddings import documents, table  # noqa: E402
+from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402
 
 SETTINGS = [(k, m, beta) for k in (3, 10) for m in (10, 30) for beta in (0.5, 1.0, 2.0, 4.0)]
 
@@ -56,19 +55,11 @@ def expanded(texts: list[str], has: list[set[str]], idf: dict[str, float], w: to
 
 
 def report(recs: list[dict]) -> None:
-    line = table(recs, 30)
-    line("words", lambda r: r["words"])
-    for key in recs[0]["prf"]:
-        line(f"RM3 k,m,beta={key}", lambda r, key=key: r["prf"][key])
+    variant_table(recs, "prf", "RM3 k,m,beta={}")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus")
-    ap.add_argument("--out")
-    ap.add_argument("--report")
-    ap.add_argument("--max-tokens", type=int, default=200000)
-    a = ap.parse_args()
+    a = probe_args(__doc__, max_tokens=200000)
     if a.report:
         report(json.loads(Path(a.report).read_text()))
         return

@@ -20,7 +20,6 @@ as context; this is its stand-in).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -37,7 +36,7 @@ from infinipot_cli.answer import retrieve  # noqa: E402
 from infinipot_cli.pot.archive import STOPWORDS, words  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from attention_retrieval import gold_units  # noqa: E402
-from sentence_embeddings import documents, table  # noqa: E402
+from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402
 
 WINDOW = 1024
 TOP = 50  # predictions kept per position
@@ -108,20 +107,11 @@ def expected(model, ids: list[int], k: int = TOP) -> tuple[torch.Tensor, torch.T
 
 
 def report(recs: list[dict]) -> None:
-    line = table(recs, 32)
-    line("words", lambda r: r["words"])
-    for key in recs[0]["exp"]:
-        line(f"+ expected words k,lam={key}", lambda r, key=key: r["exp"][key])
+    variant_table(recs, "exp", "+ expected words k,lam={}", 32)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus")
-    ap.add_argument("--out")
-    ap.add_argument("--report")
-    ap.add_argument("--cache", help="a folder keeping each document's predictions (no second forward)")
-    ap.add_argument("--max-tokens", type=int, default=40000)
-    a = ap.parse_args()
+    a = probe_args(__doc__, cache=True)
     if a.report:
         report(json.loads(Path(a.report).read_text()))
         return

@@ -99,6 +99,28 @@ def table(recs: list[dict], width: int = 26):
     return line
 
 
+def probe_args(doc: str, max_tokens: int = 40000, cache: bool = False) -> argparse.Namespace:
+    """The probes' command line: --corpus, --out, --report (print a saved --out file's table and stop),
+    --max-tokens, and with `cache` --cache (a folder keeping each document's model outputs)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--corpus")
+    ap.add_argument("--out")
+    ap.add_argument("--report", help="print the table of a saved --out file and stop")
+    ap.add_argument("--max-tokens", type=int, default=max_tokens)
+    if cache:
+        ap.add_argument("--cache", help="a folder keeping each document's model outputs (no second forward)")
+    return ap.parse_args()
+
+
+def variant_table(recs: list[dict], field: str, name: str, width: int = 30) -> None:
+    """The table of the words' ranking and of each variant's (`recs[i][field][variant]`: its scores), `name`
+    formatting the variant's row label."""
+    line = table(recs, width)
+    line("words", lambda r: r["words"])
+    for key in recs[0][field]:
+        line(name.format(key), lambda r, key=key: r[field][key])
+
+
 def report(recs: list[dict]) -> None:
     """Where the gold unit ranks (first, first 4, 10, 30) by the words, by each layer's vectors, and fused."""
     def z(x):
@@ -115,12 +137,7 @@ def report(recs: list[dict]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus")
-    ap.add_argument("--out")
-    ap.add_argument("--report", help="print the table of a saved --out file and stop")
-    ap.add_argument("--max-tokens", type=int, default=40000)
-    a = ap.parse_args()
+    a = probe_args(__doc__)
     if a.report:
         report(json.loads(Path(a.report).read_text()))
         return
