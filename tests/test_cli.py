@@ -131,11 +131,13 @@ def test_ask_text_json_schema(builtin):
         assert out["timings"][k] >= 0
     src = out["sources"][0]
     assert src["format"] == "text" and src["tokens"] == out["tokens_read"] and src["path"].endswith("lighthouse.txt")
-    # each evidence passage with the scores that ranked it: the words', and the model's where it judged; read with
-    # the question, the last is the read's own, ranked by the question's attention while reading
+    # each evidence passage with the scores that ranked it: the words', the words the model expected there while
+    # reading, and the model's where it judged; read with the question, the last is the read's own, ranked by the
+    # question's attention while reading
     *found, read = out["evidence"]
-    assert found and all(set(e["scores"]) <= {"words", "model"} and e["scores"]["words"] > 0 for e in found)
-    assert set(read["scores"]) == {"words", "read"} and read["scores"]["words"] >= 0
+    assert found and all(set(e["scores"]) <= {"words", "expected", "model"} for e in found)
+    assert all(e["scores"]["words"] > 0 or e["scores"].get("expected", 0) > 0 for e in found)
+    assert {"words", "read"} <= set(read["scores"]) <= {"words", "expected", "read"} and read["scores"]["words"] >= 0
     # read with the question: where its attention was strongest while reading (the live view's "focus" line)
     assert 0 <= out["focus"]["token"] < out["tokens_read"] and out["focus"]["where"].startswith("line ")
 
