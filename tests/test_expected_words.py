@@ -1,6 +1,6 @@
 """The words the model expected while reading (scoring/expected.py): NuC's own products give each position's most
 probable tokens; a read keeps, per window of positions, the whole words of most probability; a pot keeps them;
-a question's word that a sentence lacks but the model expected there raises it (retrieve.rank)."""
+a question's word that a sentence lacks but the model expected there raises it (retrieve.expected_scores)."""
 
 import pytest
 import torch

@@ -5,7 +5,7 @@ token is. The same logits rank the words that could have stood there: at "try to
 files" the model expects "recover", "restore", "repair" … Those are contextual substitutes from the reader's own
 distribution: lexical substitution by a language model, or document expansion (TILDE, Zhuang & Zuccon 2021)
 from the model that reads. A question in a reader's own words often shares no word with the sentence that
-answers it, but names a word the model expected there; `retrieve.rank` counts such a word at EXPECTED_WEIGHT of
+answers it, but names a word the model expected there; `retrieve.passages` counts such a word at EXPECTED_WEIGHT of
 its idf (docs/results/model-retrieval.md).
 
 Kept per window of WINDOW document positions: the KEEP whole-word tokens (a space, then 3+ letters) with the
