@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from infinipot_cli.answer import retrieve  # noqa: E402
-from infinipot_cli.answer.evidence import STOPWORDS, words  # noqa: E402
+from infinipot_cli.pot.archive import STOPWORDS, words  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from attention_retrieval import gold_units  # noqa: E402
 from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402

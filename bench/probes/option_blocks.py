@@ -92,7 +92,7 @@ def block_scores(texts: list[str], blocks: dict[int, list[int]], question: str) 
     """(K,) for the head unit of every definition (`option_blocks`), the idf (over the units) of the question's
     content words its whole definition holds; 0 elsewhere."""
     has = [set(ev.words(t)) for t in texts]
-    terms = [w for w in dict.fromkeys(ev.words(question)) if w not in ev.STOPWORDS]
+    terms = ev.content_terms(question)
     K = len(texts)
     out = torch.zeros(K)
     if not blocks or not terms:

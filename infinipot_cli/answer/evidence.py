@@ -33,7 +33,7 @@ from typing import Sequence
 
 import torch
 
-from ..pot.archive import STOPWORDS, clip_words, count_words, words
+from ..pot.archive import clip_words, content_terms, count_words, words
 from ..runtime.loading import with_cache
 from ..pot.scoring import capture as cap_scores
 from ..pot.scoring.segments import BoundaryTable, segment_ids, unit_starts
@@ -227,16 +227,17 @@ def _newline_ids(tokenizer, tok: torch.Tensor) -> torch.Tensor:
 
 def word_scores(texts: Sequence[str], query: str) -> torch.Tensor:
     """(K,) BM25-like overlap of each unit with the query's content words (idf over the units themselves)."""
-    terms = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
-    return idf_scores([set(words(t)) for t in texts], terms)
+    return idf_scores([set(words(t)) for t in texts], content_terms(query))
 
 
-def idf_scores(has: Sequence[set[str]], terms: Sequence[str]) -> torch.Tensor:
-    """(K,) for each unit k, the sum of the idf (over the K units) of the `terms` it has (`has[k]`)."""
+def idf_scores(has: Sequence[set[str]], terms: Sequence[str],
+               counted: Sequence[set[str]] | None = None) -> torch.Tensor:
+    """(K,) for each unit k, the sum of the idf (over the K units) of the `terms` it has (`has[k]`); the document
+    frequency counted over `counted` (K sets) where given, else over `has`."""
     K = len(has)
     out = torch.zeros(K)
     for w in terms:
-        df = sum(w in h for h in has)
+        df = sum(w in h for h in (has if counted is None else counted))
         if df:
             idf = math.log(1 + (K - df + 0.5) / (df + 0.5))
             out += torch.tensor([idf if w in h else 0.0 for h in has])

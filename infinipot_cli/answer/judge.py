@@ -19,7 +19,7 @@ import torch
 
 from . import retrieve
 from .evidence import sentence_units
-from ..pot.archive import STOPWORDS, words
+from ..pot.archive import content_terms, words
 
 MAX_SENTENCE_TOKENS = 96   # a candidate sentence is cut to this many tokens (a PDF's run-on "sentence")
 BATCH = 16                 # candidates forwarded together
@@ -102,7 +102,7 @@ GATE = 0.2   # the model judges when the words' best sentence holds less than th
 
 def overlap(question: str, text: str) -> float:
     """The share of the question's content words that `text` holds (1.0 for a question of none)."""
-    asked = [w for w in dict.fromkeys(words(question)) if w not in STOPWORDS]
+    asked = content_terms(question)
     held = set(words(text))
     return sum(w in held for w in asked) / len(asked) if asked else 1.0
 

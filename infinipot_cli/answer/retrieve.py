@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-import math
 import re
 
 import torch
@@ -94,19 +93,9 @@ def expected_scores(texts: list[str], question: str, expected: list[set[str]]) -
     words the unit lacks but the model expected at its positions while reading (`expected`: each unit's words,
     scoring/expected.py): "rescue" for "You can use bzip2recover to try to recover data", where the model
     expected "rescue" too."""
-    terms = [w for w in dict.fromkeys(ev.words(question)) if w not in ev.STOPWORDS]
-    K = len(texts)
-    out = torch.zeros(K)
-    if not terms:
-        return out
     has = [set(ev.words(t)) for t in texts]
-    for w in terms:
-        hit = [w in e and w not in h for h, e in zip(has, expected)]
-        if not any(hit):
-            continue
-        df = sum(w in h or w in e for h, e in zip(has, expected))
-        out += math.log(1 + (K - df + 0.5) / (df + 0.5)) * torch.tensor(hit, dtype=torch.float)
-    return out
+    return ev.idf_scores([e - h for h, e in zip(has, expected)], ev.content_terms(question),
+                         counted=[h | e for h, e in zip(has, expected)])
 
 
 def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:

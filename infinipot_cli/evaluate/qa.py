@@ -179,9 +179,9 @@ def text_chunks(passages) -> list[tuple[str, str]]:
 
 def bm25_best(chunks: list[str], query: str, n: int, k1: float = 1.2, b: float = 0.75) -> list[int]:
     """Indices of the `n` best chunks for `query` by BM25 over words (archive.words, stop words dropped)."""
-    from ..pot.archive import STOPWORDS, words
+    from ..pot.archive import content_terms, words
 
-    terms = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
+    terms = content_terms(query)
     bags = [Counter(words(c)) for c in chunks]
     K = len(bags)
     if not K or not terms:

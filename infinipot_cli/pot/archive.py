@@ -61,6 +61,11 @@ def words(text: str) -> list[str]:
     return out
 
 
+def content_terms(text: str) -> list[str]:
+    """The content words of `text` (a question, a query), each once, in order: its words less the stop words."""
+    return [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS]
+
+
 def unspaced(word: str) -> bool:
     """Whether a words() term comes from a script written without spaces (a bigram of Han or kana)."""
     return bool(_UNSPACED.match(word))
@@ -257,7 +262,7 @@ class Archive:
     def rank(self, tokenizer, question: str, k1: float = 1.2, b: float = 0.75) -> list[tuple[float, int]]:
         """(BM25 score, segment) for every archived segment sharing a content word with `question`, best first."""
         self._build_index(tokenizer)
-        terms = [w for w in dict.fromkeys(words(question)) if w not in STOPWORDS]
+        terms = content_terms(question)
         K = len(self._segs)
         if not terms or not K:
             return []
