@@ -217,8 +217,7 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
     got_v = [torch.full((t - preds.shape[0], top), float("-inf"), device=ids.device)]
     rows = ROW_BLOCK.get(preds.device.type, DEFAULT_ROW_BLOCK)  # rows are independent: the same values either way
     for s in range(0, preds.shape[0], rows):
-        r = nll(model, preds[s:s + rows], targets[s:s + rows], k) if k else nll(model, preds[s:s + rows],
-                                                                                 targets[s:s + rows])
+        r = nll(model, preds[s:s + rows], targets[s:s + rows], *((k,) if k else ()))  # (a Sample ranks nothing)
         if k:
             r, i, v = r
             got_i.append(i)
