@@ -27,9 +27,11 @@ def word(i: int) -> str:
     return WordTokenizer().convert_ids_to_tokens([i])[0][1:]
 
 
-@pytest.mark.parametrize("arch", ["llama", "gemma2"])
-def test_the_top_tokens_come_from_the_same_products_as_the_novelty(arch, monkeypatch):
-    monkeypatch.setitem(nuc.VOCAB_BLOCK, "cpu", 100)  # several vocabulary blocks, a partial last one
+@pytest.mark.parametrize("arch,block", [("llama", 100), ("gemma2", 100), ("llama", 3)])
+def test_the_top_tokens_come_from_the_same_products_as_the_novelty(arch, block, monkeypatch):
+    """Per vocabulary block a row is searched only where the block's maximum beats its best so far: the same top-k
+    as the whole head's, with several blocks and a partial last one (100), or blocks smaller than the k (3)."""
+    monkeypatch.setitem(nuc.VOCAB_BLOCK, "cpu", block)
     model = make_model(arch)
     g = torch.Generator().manual_seed(3)
     ids = torch.randint(0, VOCAB, (50,), generator=g)

@@ -64,7 +64,7 @@ def _nll(model, h: torch.Tensor, targets: torch.Tensor, top: int = 0):
     step = min(V, VOCAB_BLOCK.get(h.device.type, DEFAULT_VOCAB_BLOCK))
     parts = torch.empty(b, -(-V // step), device=h.device)  # (b, blocks) float32
     buf = torch.empty(b, step, dtype=h.dtype, device=h.device)  # one block's logits, reused
-    best_v, best_i = [], []
+    best: tuple[torch.Tensor, torch.Tensor] | None = None  # with `top`: each row's best logits so far and their ids
     for j, s in enumerate(range(0, V, step)):
         n = min(step, V - s)
         z = torch.matmul(h, w[s:s + n].T, out=buf) if n == step else torch.matmul(h, w[s:s + n].T)  # (b, n)
@@ -72,19 +72,45 @@ def _nll(model, h: torch.Tensor, targets: torch.Tensor, top: int = 0):
             z = z + bias[s:s + n]
         if cap:
             z = torch.tanh(z.float() / cap) * cap
-        if top:
-            v, i = z.topk(min(top, n), -1, sorted=False)  # (b, top) this block's best, unordered
-            best_v.append(v.float())
-            best_i.append(i + s)
         m = z.amax(-1, keepdim=True)  # (b, 1)
+        if top:
+            best = _keep_top(z, m[:, 0], s, top, best)
         z = z - m if z is not buf else z.sub_(m)  # the block's buffer is overwritten in place
         parts[:, j] = z.exp_().sum(-1, dtype=torch.float32).log_() + m[:, 0].float()
     lse = torch.logsumexp(parts, -1)  # (b,)
     nll = lse - _target_logit(h, w, bias, cap, targets)
     if not top:
         return nll
-    v, k = torch.cat(best_v, -1).topk(top, -1)  # (b, top)
-    return nll, torch.cat(best_i, -1).gather(-1, k), v - lse[:, None]
+    v, k = best[0].topk(min(top, best[0].shape[1]), -1)  # (b, top) the most probable first
+    return nll, best[1].gather(-1, k), v - lse[:, None]
+
+
+def _keep_top(z: torch.Tensor, m: torch.Tensor, s: int, top: int,
+              best: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's `top` best logits and their ids (b, top) float32 and long, unordered, after the vocabulary block
+    z (b, n) of ids s .. s + n - 1, whose row maxima are m (b,). On the host a row whose block maximum is below
+    its top-th best so far is not searched: the same values, at a third of the cost, since a tokenizer's first ids
+    are its frequent pieces and after the first block most rows have their best (ties among equal logits may keep
+    another id)."""
+    if best is None:
+        v, i = z.topk(min(top, z.shape[1]), -1, sorted=False)  # (b, top)
+        return v.float(), i + s
+    best_v, best_i = best
+    rows = None  # all
+    if on_host(z) and best_v.shape[1] == top:  # (a device would wait on the count)
+        rows = (m.float() > best_v.amin(-1)).nonzero()[:, 0]  # (r,) the rows this block may improve
+        if not rows.numel():
+            return best
+        z = z.index_select(0, rows)
+    v, i = z.topk(min(top, z.shape[1]), -1, sorted=False)  # (r, top)
+    v = torch.cat([best_v if rows is None else best_v[rows], v.float()], -1)
+    i = torch.cat([best_i if rows is None else best_i[rows], i + s], -1)
+    v, k = v.topk(min(top, v.shape[1]), -1, sorted=False)
+    i = i.gather(-1, k)
+    if rows is None:
+        return v, i
+    best_v[rows], best_i[rows] = v, i
+    return best
 
 
 def _target_logit(h: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, cap: float | None,
