@@ -89,9 +89,9 @@ def _keep_top(z: torch.Tensor, m: torch.Tensor, s: int, top: int,
               best: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's `top` best logits and their ids (b, top) float32 and long, unordered, after the vocabulary block
     z (b, n) of ids s .. s + n - 1, whose row maxima are m (b,). On the host a row whose block maximum is below
-    its top-th best so far is not searched: the same values, at a third of the cost, since a tokenizer's first ids
-    are its frequent pieces and after the first block most rows have their best (ties among equal logits may keep
-    another id)."""
+    its top-th best so far is not searched: the same values at about half the cost, since a tokenizer's first ids
+    are its frequent pieces and after the first block most rows have their best (docs/results/speed.md; ties among
+    equal logits may keep another id)."""
     if best is None:
         v, i = z.topk(min(top, z.shape[1]), -1, sorted=False)  # (b, top)
         return v.float(), i + s
