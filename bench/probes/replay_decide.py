@@ -5,7 +5,8 @@ A probe, not a bench, text only. For each question of the recorded runs (bench/c
 bench/paraphrases, and the man pages piped of docs/results/runs/man-pages-piped), the passages are found anew
 by the words (`retrieve.passages`; no judge: the model's judging of a paraphrase is not replayed) and
 `answering.decide` decides again over the model's recorded written answer (`guess`). Run it before and after a
-change to the rules and compare the two files; a question asking for several things is left out.
+change to the rules and compare the two files; a question asking for several things is left out, and one the
+document does not answer counts as right when it is answered "does not seem to say".
 
     .venv/bin/python bench/probes/replay_decide.py /tmp/before.json
     .venv/bin/python bench/probes/replay_decide.py /tmp/after.json --against /tmp/before.json
@@ -42,8 +43,10 @@ def hit(text: str, golds: list[str]) -> bool:
 
 def right(texts: list[str], got: tuple, golds: list[str]) -> bool:
     """Whether the decided answer names an acceptable answer: the span, the written answer or the quoted
-    sentence."""
+    sentence; for a question the document does not answer (no golds), whether it says so."""
     how, short, unit, _ = got
+    if not golds:
+        return how == "not-said"
     if how == "not-said":
         return False
     if how == "quoted":
@@ -79,13 +82,13 @@ def main() -> None:
         recs = {r["id"]: r for f in files for r in json.loads((RUNS / f).read_text())["records"]
                 if r["flow"] == "read-then-ask"}
         for did, doc in table.items():
-            qs = [q for q in questions if q["doc"] == did and q["id"] in recs and q.get("answers")]
+            qs = [q for q in questions if q["doc"] == did and q["id"] in recs]
             if not qs:
                 continue
             src = _open(doc)
             eng, texts = read(tok, src, src.path)
             for q in qs:
-                got = decide(eng, texts, q["question"], recs[q["id"]]["guess"] or "", q["answers"])
+                got = decide(eng, texts, q["question"], recs[q["id"]]["guess"] or "", q.get("answers") or [])
                 if got is not None:
                     out[f"{corpus}:{q['id']}"] = got
     rows = [ln.rstrip("\n").split("\t") for ln in (MAN / "qs.tsv").open()]
