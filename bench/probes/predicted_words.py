@@ -106,6 +106,18 @@ def expected(model, ids: list[int], k: int = TOP) -> tuple[torch.Tensor, torch.T
     return top, prob
 
 
+def cached(model, ids: list[int], cache: str | None, corpus: str, did: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """`expected(model, ids)`, kept per document in the folder `cache` (None: not kept) and read from it after."""
+    kept = Path(cache) / f"{Path(corpus).name}-{did}.pt" if cache else None
+    if kept is not None and kept.exists():
+        return torch.load(kept)
+    got = expected(model, ids)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(got, kept)
+    return got
+
+
 def report(recs: list[dict]) -> None:
     variant_table(recs, "exp", "+ expected words k,lam={}", 32)
 
@@ -120,14 +132,7 @@ def main() -> None:
     vocab = whole_words(tok)
     recs = []
     for did, qs, eng, (_, seg, texts), t0 in documents(tok, a.corpus, a.max_tokens):
-        kept = Path(a.cache) / f"{Path(a.corpus).name}-{did}.pt" if a.cache else None
-        if kept is not None and kept.exists():
-            top, prob = torch.load(kept)
-        else:
-            top, prob = expected(model, eng.ids)                                  # (N, TOP) each
-            if kept is not None:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                torch.save((top, prob), kept)
+        top, prob = cached(model, eng.ids, a.cache, a.corpus, did)              # (N, TOP) each
         has = [set(words(t)) for t in texts]
         K = len(texts)
         exp = variants(K, seg, top, prob, vocab, has)

@@ -33,7 +33,7 @@ from infinipot_cli.answer import retrieve  # noqa: E402
 from infinipot_cli.pot.archive import STOPWORDS, words  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from attention_retrieval import gold_units  # noqa: E402
-from predicted_words import expected, whole_words  # noqa: E402
+from predicted_words import cached, whole_words  # noqa: E402
 from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402
 
 SHIPPED_TOP, SHIPPED_KEEP, WINDOW = 20, 32, 16  # scoring/expected.py's TOP, KEEP, WINDOW
@@ -104,14 +104,7 @@ def main() -> None:
     vocab = whole_words(tok)
     recs = []
     for did, qs, eng, (_, seg, texts), t0 in documents(tok, a.corpus, a.max_tokens):
-        kept = Path(a.cache) / f"{Path(a.corpus).name}-{did}.pt" if a.cache else None
-        if kept is not None and kept.exists():
-            top, prob = torch.load(kept)
-        else:
-            top, prob = expected(model, eng.ids)
-            if kept is not None:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                torch.save((top, prob), kept)
+        top, prob = cached(model, eng.ids, a.cache, a.corpus, did)              # (N, 50) each
         has = [set(words(t)) for t in texts]
         K = len(texts)
         sets = shipped(K, seg, top, prob, vocab)
