@@ -25,6 +25,7 @@ import math
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -118,14 +119,28 @@ def cached(model, ids: list[int], cache: str | None, corpus: str, did: str) -> t
     return got
 
 
-def report(recs: list[dict]) -> None:
-    variant_table(recs, "exp", "+ expected words k,lam={}", 32)
+@dataclass
+class Doc:
+    """A document of a probe's corpus: its units (`seg`: each token's unit; `has`: each unit's words) and the model's
+    predictions at every position (`top`, `prob`: (N, TOP) each, as `expected` gives them)."""
+    did: str
+    eng: object
+    seg: torch.Tensor
+    texts: list[str]
+    has: list[set[str]]
+    top: torch.Tensor
+    prob: torch.Tensor
 
 
-def main() -> None:
-    a = probe_args(__doc__, cache=True)
+def run(doc: str, label: str, width: int, per_doc) -> None:
+    """The command line and loop of a probe that ranks units with the model's predictions: --report prints a saved
+    --out file's table; else each document of --corpus is read and predicted (`cached`), `per_doc(model, tok,
+    vocab, d, questions)` gives a scorer, and for every question whose answer's unit is located its variants'
+    scores `scorer(q, w)` ({name: (K,)}; w: the words' ranking) are saved to --out and tabled (`label` formats
+    a variant's name)."""
+    a = probe_args(doc, cache=True)
     if a.report:
-        report(json.loads(Path(a.report).read_text()))
+        variant_table(json.loads(Path(a.report).read_text()), "exp", label, width)
         return
     lm = load_model(None)
     model, tok = lm.model.float().eval(), lm.tokenizer
@@ -133,9 +148,9 @@ def main() -> None:
     recs = []
     for did, qs, eng, (_, seg, texts), t0 in documents(tok, a.corpus, a.max_tokens):
         top, prob = cached(model, eng.ids, a.cache, a.corpus, did)              # (N, TOP) each
-        has = [set(words(t)) for t in texts]
         K = len(texts)
-        exp = variants(K, seg, top, prob, vocab, has)
+        d = Doc(did, eng, seg, texts, [set(words(t)) for t in texts], top, prob)
+        score = per_doc(model, tok, vocab, d, qs)
         first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, torch.arange(seg.numel()), "amin")
         heading = retrieve.headings(eng, first, texts)
         for q in qs:
@@ -143,22 +158,35 @@ def main() -> None:
             if not gold:
                 continue
             w = retrieve.rank(texts, q["question"], heading)
+            recs.append({"id": q["id"], "words": w.tolist(), "gold": sorted(gold),
+                         "exp": {k: v.tolist() for k, v in score(q, w).items()}})
+        print(f"{did}: {len(eng.ids)} tokens, {K} units, {len(qs)} questions, {time.time() - t0:.0f} s", flush=True)
+    Path(a.out).write_text(json.dumps(recs))
+    variant_table(recs, "exp", label, width)
+
+
+def main() -> None:
+    def per_doc(model, tok, vocab, d: Doc, qs):
+        K = len(d.texts)
+        exp = variants(K, d.seg, d.top, d.prob, vocab, d.has)
+
+        def score(q, w):
             terms = [x for x in dict.fromkeys(words(q["question"])) if x not in STOPWORDS]
             scores = {}
             for name, sets in exp.items():
                 e = torch.zeros(K)
                 for x in terms:
-                    df = sum(x in h or x in c for h, c in zip(has, sets))
+                    df = sum(x in h or x in c for h, c in zip(d.has, sets))
                     if not df:
                         continue
                     idf = math.log(1 + (K - df + 0.5) / (df + 0.5))
                     e += torch.tensor([idf if x in c else 0.0 for c in sets])
                 for lam in (LAM, 2 * LAM):
-                    scores[f"{name}, x{lam}"] = (w + lam * e).tolist()
-            recs.append({"id": q["id"], "words": w.tolist(), "exp": scores, "gold": sorted(gold)})
-        print(f"{did}: {len(eng.ids)} tokens, {K} units, {len(qs)} questions, {time.time() - t0:.0f} s", flush=True)
-    Path(a.out).write_text(json.dumps(recs))
-    report(recs)
+                    scores[f"{name}, x{lam}"] = w + lam * e
+            return scores
+        return score
+
+    run(__doc__, "+ expected words k,lam={}", 32, per_doc)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,8 @@ window of 16). Where the gold unit ranks is compared with the shipped ranking.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,12 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from infinipot_cli.answer import retrieve  # noqa: E402
-from infinipot_cli.pot.archive import STOPWORDS, words  # noqa: E402
-from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from attention_retrieval import gold_units  # noqa: E402
-from predicted_words import cached, whole_words  # noqa: E402
-from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402
+from infinipot_cli.pot.archive import STOPWORDS, content_terms, words  # noqa: E402
+from predicted_words import Doc, run  # noqa: E402
 
 SHIPPED_TOP, SHIPPED_KEEP, WINDOW = 20, 32, 16  # scoring/expected.py's TOP, KEEP, WINDOW
 
@@ -90,45 +84,24 @@ def idf_part(terms, has: list[set[str]], sets: list[set[str]] | None) -> torch.T
     return e
 
 
-def report(recs: list[dict]) -> None:
-    variant_table(recs, "exp", "{}", 44)
-
-
 def main() -> None:
-    a = probe_args(__doc__, cache=True)
-    if a.report:
-        report(json.loads(Path(a.report).read_text()))
-        return
-    lm = load_model(None)
-    model, tok = lm.model.float().eval(), lm.tokenizer
-    vocab = whole_words(tok)
-    recs = []
-    for did, qs, eng, (_, seg, texts), t0 in documents(tok, a.corpus, a.max_tokens):
-        top, prob = cached(model, eng.ids, a.cache, a.corpus, did)              # (N, 50) each
-        has = [set(words(t)) for t in texts]
-        K = len(texts)
-        sets = shipped(K, seg, top, prob, vocab)
-        first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, torch.arange(seg.numel()), "amin")
-        heading = retrieve.headings(eng, first, texts)
-        for q in qs:
-            gold = gold_units(texts, q)
-            if not gold:
-                continue
-            w = retrieve.rank(texts, q["question"], heading)
-            terms = [x for x in dict.fromkeys(words(q["question"])) if x not in STOPWORDS]
-            base = w + idf_part(terms, has, sets)                                        # as shipped
-            scores = {"words + expected (shipped)": base.tolist()}
+    def per_doc(model, tok, vocab, d: Doc, qs):
+        sets = shipped(len(d.texts), d.seg, d.top, d.prob, vocab)
+
+        def score(q, w):
+            base = w + idf_part(content_terms(q["question"]), d.has, sets)                # as shipped
+            scores = {"words + expected (shipped)": base}
             for k in (5, 10, 20):
                 extra = sorted(question_words(model, tok, q["question"], vocab, k))
-                in_words = idf_part(extra, has, None)
-                in_both = in_words + idf_part(extra, has, sets)
+                in_words = idf_part(extra, d.has, None)
+                in_both = in_words + idf_part(extra, d.has, sets)
                 for lam in (0.25, 0.5, 1.0):
-                    scores[f"+ question's top {k} in words, x{lam}"] = (base + lam * in_words).tolist()
-                    scores[f"+ question's top {k} in words or expected, x{lam}"] = (base + lam * in_both).tolist()
-            recs.append({"id": q["id"], "words": w.tolist(), "exp": scores, "gold": sorted(gold)})
-        print(f"{did}: {len(eng.ids)} tokens, {K} units, {len(qs)} questions, {time.time() - t0:.0f} s", flush=True)
-    Path(a.out).write_text(json.dumps(recs))
-    report(recs)
+                    scores[f"+ question's top {k} in words, x{lam}"] = base + lam * in_words
+                    scores[f"+ question's top {k} in words or expected, x{lam}"] = base + lam * in_both
+            return scores
+        return score
+
+    run(__doc__, "{}", 44, per_doc)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,8 @@ predicted_words.py.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -29,13 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from infinipot_cli.answer import retrieve  # noqa: E402
-from infinipot_cli.pot.archive import content_terms, words  # noqa: E402
-from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from attention_retrieval import gold_units  # noqa: E402
-from predicted_words import WINDOW, cached, whole_words  # noqa: E402
+from infinipot_cli.pot.archive import content_terms  # noqa: E402
+from predicted_words import WINDOW, Doc, run  # noqa: E402
 from question_expansion import idf_part, shipped  # noqa: E402
-from sentence_embeddings import documents, probe_args, variant_table  # noqa: E402
 
 THETAS = (2.0, 4.0, 6.0)
 LAMS = (0.5, 1.0)
@@ -66,56 +60,36 @@ def logprobs(model, ids: list[int], want: list[int]) -> torch.Tensor:
     return out
 
 
-def report(recs: list[dict]) -> None:
-    variant_table(recs, "exp", "{}", 40)
-
-
 def main() -> None:
-    a = probe_args(__doc__, cache=True)
-    if a.report:
-        report(json.loads(Path(a.report).read_text()))
-        return
-    lm = load_model(None)
-    model, tok = lm.model.float().eval(), lm.tokenizer
-    vocab = whole_words(tok)
-    recs = []
-    for did, qs, eng, (_, seg, texts), t0 in documents(tok, a.corpus, a.max_tokens):
-        top, prob = cached(model, eng.ids, a.cache, a.corpus, did)
-        has = [set(words(t)) for t in texts]
-        K = len(texts)
-        sets = shipped(K, seg, top, prob, vocab)
-        first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, torch.arange(seg.numel()), "amin")
-        heading = retrieve.headings(eng, first, texts)
+    def per_doc(model, tok, vocab, d: Doc, qs):
+        K = len(d.texts)
+        sets = shipped(K, d.seg, d.top, d.prob, vocab)
         asked = {q["id"]: first_tokens(tok, content_terms(q["question"]), vocab) for q in qs}
         union = sorted({i for m in asked.values() for i in m.values()})
-        lp = logprobs(model, eng.ids, union) if union else torch.zeros(len(eng.ids), 0)  # (N, U)
-        pmi = lp - lp.mean(0, keepdim=True)                                              # (N, U) nats
+        lp = logprobs(model, d.eng.ids, union) if union else torch.zeros(len(d.eng.ids), 0)   # (N, U)
+        pmi = lp - lp.mean(0, keepdim=True)                                                    # (N, U) nats
         col = {i: j for j, i in enumerate(union)}
         # each unit's highest PMI of each asked word over its positions: (K, U)
         best = torch.full((K, len(union)), -1e9).scatter_reduce(
-            0, seg[:, None].expand(-1, len(union)), pmi, "amax")
-        for q in qs:
-            gold = gold_units(texts, q)
-            if not gold:
-                continue
-            w = retrieve.rank(texts, q["question"], heading)
-            terms = content_terms(q["question"])
-            base = w + idf_part(terms, has, sets)
-            scores = {"words + expected (shipped)": base.tolist()}
+            0, d.seg[:, None].expand(-1, len(union)), pmi, "amax")
+
+        def score(q, w):
+            base = w + idf_part(content_terms(q["question"]), d.has, sets)
+            scores = {"words + expected (shipped)": base}
             for theta in THETAS:
                 e = torch.zeros(K)
                 for word, i in asked[q["id"]].items():
-                    hit = [bool(best[u, col[i]] >= theta) and word not in has[u] for u in range(K)]
-                    df = sum(hit) + sum(word in h for h in has)
+                    hit = [bool(best[u, col[i]] >= theta) and word not in d.has[u] for u in range(K)]
+                    df = sum(hit) + sum(word in h for h in d.has)
                     if not any(hit) or df >= K:
                         continue
                     e += math.log(1 + (K - df + 0.5) / (df + 0.5)) * torch.tensor(hit, dtype=torch.float)
                 for lam in LAMS:
-                    scores[f"+ question words' PMI >= {theta}, x{lam}"] = (base + lam * e).tolist()
-            recs.append({"id": q["id"], "words": w.tolist(), "exp": scores, "gold": sorted(gold)})
-        print(f"{did}: {len(eng.ids)} tokens, {K} units, {len(qs)} questions, {time.time() - t0:.0f} s", flush=True)
-    Path(a.out).write_text(json.dumps(recs))
-    report(recs)
+                    scores[f"+ question words' PMI >= {theta}, x{lam}"] = base + lam * e
+            return scores
+        return score
+
+    run(__doc__, "{}", 40, per_doc)
 
 
 if __name__ == "__main__":
