@@ -508,3 +508,13 @@ def test_a_span_a_unit_boundary_cut_is_shown_whole():
     f = retrieve.Found(0, 0, [0, 1, 2, 3], 1, 9.0)
     how, short, unit, _ = answering.decide(q, "It is 5e0a9c31-7b2d-", [f], texts)
     assert (how, short, unit) == ("extracted", "dc778b88-df7d-4c6a-9f1e-1a2b3c4d5e6f", 1)
+
+
+def test_a_quote_opening_with_a_pronoun_comes_with_what_it_stands_for():
+    texts = ["The sixteenth DebConf took place in Heidelberg, Germany. ",
+             "The seventeenth DebConf was held in Cape Town, South Africa. ", "It was the first DebConf in Africa.\n\n",
+             "This function outputs key_file as a string. ", "That is why the file is kept.\n\n", "It is new.\n"]
+    assert answering.quote_units(texts, 2) == (1, 2)   # "It" is the seventeenth DebConf
+    assert answering.quote_units(texts, 3) == (3, 3)   # "This function": no pronoun, a sentence of its own
+    assert answering.quote_units(texts, 4) == (3, 4)   # "That is why ...": "that" as a pronoun
+    assert answering.quote_units(texts, 5) == (5, 5)   # a paragraph's first sentence has nothing before it to quote

@@ -32,8 +32,8 @@ from question_likelihood import TextOnly  # noqa: E402
 
 RUNS = ROOT / "docs/results/runs"
 SETS = {"bench/corpus": ["qa-corpus-judged/qa.json", "qa-corpus-judged/long-documents/qa.json"],
-        "bench/testset": ["qa-testset-read-evidence/qa.json"],
-        "bench/paraphrases": ["qa-paraphrases/read-evidence/qa.json"]}
+        "bench/testset": ["qa-testset-expected-words/rerun/qa.json"],
+        "bench/paraphrases": ["qa-paraphrases/expected-words-rerun/qa.json"]}
 MAN = RUNS / "man-pages-piped"
 
 
@@ -50,7 +50,7 @@ def right(texts: list[str], got: tuple, golds: list[str]) -> bool:
     if how == "not-said":
         return False
     if how == "quoted":
-        lo, hi = answering.sentence_units(texts, unit)
+        lo, hi = answering.quote_units(texts, unit)
         return hit("".join(texts[lo:hi + 1]), golds)
     return hit(short, golds)
 

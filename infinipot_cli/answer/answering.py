@@ -20,7 +20,10 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    that span. A question after a value or a person gets no quoted sentence that names none (`_quote_for`); a
    value asked of a name is the value the document binds to it (`binding`: "#define CHUNK 16384"). With no
    passage found a document of a few lines is its own passage (`_whole`), a longer one is not answered: no
-   path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike).
+   path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike). A
+   quote is the whole sentence, with what it leads into when it ends in a colon, and with the sentence before it
+   when it opens with a pronoun standing for something named there ("It was the first DebConf in Africa.":
+   `quote_units`).
 
 A question asking for the words that occur most ("What are the 10 most common words?"), or how often one occurs
 ("How many lines contain ERROR?"), is a count over the whole text, which no passage holds: it is answered by
@@ -476,6 +479,33 @@ def led_into(texts: list[str], hi: int) -> int:
     return hi if nxt is None else sentence_units(texts, nxt)[1]
 
 
+# a sentence that opens with a pronoun standing for something named before it: "It was the first DebConf in
+# Africa." ("this"/"that"... only as a pronoun, before a verb: not "This function outputs ...")
+_REFERS_BACK = re.compile(r"^\W*(?:(?:it|they|he|she|its|their|his|her)\b|(?:this|these|that|those)\s+(?:is|was|are|"
+                          r"were|can|could|will|would|may|might|must|should|has|have|had|does|do|did|means|also)\b)",
+                          re.I)
+
+
+def referred_to(texts: list[str], lo: int) -> int:
+    """The first unit of the sentence before the one starting at unit `lo`, in the same paragraph, when that one
+    opens with a pronoun standing for something it names ("The seventeenth DebConf was held in Cape Town." |
+    "It was the first DebConf in Africa."); else `lo`. A quote that says "it" is quoted with what "it" is."""
+    if lo == 0 or not _REFERS_BACK.match(texts[lo]):
+        return lo
+    k = lo - 1
+    if texts[k].endswith("\n\n") or not any(c.isalnum() for c in texts[k]):
+        return lo  # a paragraph, heading or list of its own before it
+    return sentence_units(texts, k)[0]
+
+
+def quote_units(texts: list[str], unit: int) -> tuple[int, int]:
+    """[first, last] units of what is quoted for the sentence of unit `unit`: the whole sentence, with the
+    sentence a pronoun it opens with stands for (`referred_to`), and with what it leads into when it ends with a
+    colon (`led_into`)."""
+    lo, hi = sentence_units(texts, unit)
+    return referred_to(texts, lo), led_into(texts, hi)
+
+
 def quote_line(short: str, how: str, sentence: str, label: str) -> str:
     """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
     they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
@@ -574,9 +604,7 @@ def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], w
         return Reply(honesty.NOT_SAID, how, "", written, unsupported=invented, evidence=proof)
     if unit is None:
         return Reply(short, how, short, written, evidence=proof)
-    lo, hi = sentence_units(texts, unit)
-    if how == "quoted":  # a sentence ending in a colon is quoted with what it leads into ("... use:" | "halt")
-        hi = led_into(texts, hi)
+    lo, hi = quote_units(texts, unit) if how == "quoted" else sentence_units(texts, unit)
     pos = d_src[(seg >= lo) & (seg <= hi)]
     start = int(pos.min()) if pos.numel() else 0
     source, where = ev.locate(engine, start, sources)
