@@ -518,3 +518,6 @@ def test_a_quote_opening_with_a_pronoun_comes_with_what_it_stands_for():
     assert answering.quote_units(texts, 3) == (3, 3)   # "This function": no pronoun, a sentence of its own
     assert answering.quote_units(texts, 4) == (3, 4)   # "That is why ...": "that" as a pronoun
     assert answering.quote_units(texts, 5) == (5, 5)   # a paragraph's first sentence has nothing before it to quote
+    texts = ["Set logging._srcfile to None. ", "This avoids calling sys._getframe(). ", "This process runs once.\n"]
+    assert answering.quote_units(texts, 1) == (0, 1)   # "this" before a verb ("avoids")
+    assert answering.quote_units(texts, 2) == (2, 2)   # "this" before a noun ("process")

@@ -480,9 +480,11 @@ def led_into(texts: list[str], hi: int) -> int:
 
 
 # a sentence that opens with a pronoun standing for something named before it: "It was the first DebConf in
-# Africa." ("this"/"that"... only as a pronoun, before a verb: not "This function outputs ...")
+# Africa." ("this", "these" ... only as a pronoun, before a verb: an auxiliary, or after "this"/"that" a word in -s
+# that is no -ss, -us or -is noun; not "This function outputs ...")
 _REFERS_BACK = re.compile(r"^\W*(?:(?:it|they|he|she|its|their|his|her)\b|(?:this|these|that|those)\s+(?:is|was|are|"
-                          r"were|can|could|will|would|may|might|must|should|has|have|had|does|do|did|means|also)\b)",
+                          r"were|can|could|will|would|may|might|must|should|has|have|had|does|do|did|also)\b"
+                          r"|(?:this|that)\s+[a-z]+(?<![sui])s\b)",  # "This avoids ...", not "This process", "This status"
                           re.I)
 
 
