@@ -3,7 +3,7 @@
 
 import pytest
 
-from infinipot_cli.answer import answering, retrieve
+from infinipot_cli.answer import answering, quotes, retrieve
 
 
 def found(texts, top, score=1.0):
@@ -70,10 +70,10 @@ def test_a_description_asked_for_is_quoted_when_the_answer_invents_one():
 
 
 def test_the_answer_line_quotes_the_document():
-    line = answering.quote_line("-J", "extracted", " -J, --xz\n  Filter the archive through xz(1).\n",
+    line = quotes.quote_line("-J", "extracted", " -J, --xz\n  Filter the archive through xz(1).\n",
                                 "tar.1.txt · line 612")
     assert line == "-J \u2014 \u201c-J, --xz Filter the archive through xz(1).\u201d [tar.1.txt · line 612]"
-    assert answering.quote_line("s", "quoted", "A sentence.", "").startswith("\u201cA sentence.")
+    assert quotes.quote_line("s", "quoted", "A sentence.", "").startswith("\u201cA sentence.")
 
 
 def test_an_answer_about_the_document_is_no_answer():
@@ -105,12 +105,12 @@ def test_an_identifier_cut_short_is_written_whole():
 
 def test_a_long_sentence_is_clipped_around_its_span_on_the_answer_line():
     words = [f"w{i}" for i in range(100)]
-    line = answering.quote_line("w70", "extracted", " ".join(words), "a.pdf · p. 3")
+    line = quotes.quote_line("w70", "extracted", " ".join(words), "a.pdf · p. 3")
     assert line.startswith("w70 \u2014 \u201c\u2026 ") and line.endswith(" \u2026\u201d [a.pdf · p. 3]")
     shown = line.split("\u201c", 1)[1].split("\u201d")[0].replace("\u2026", "").split()
-    assert len(shown) == answering.QUOTE_WORDS and "w70" in shown and shown.index("w70") == answering.QUOTE_WORDS // 3
-    assert answering.clip_around("a short sentence.", "short") == "a short sentence."
-    assert answering.clip_around(" ".join(words)).startswith("w0 ")  # no span: its head
+    assert len(shown) == quotes.QUOTE_WORDS and "w70" in shown and shown.index("w70") == quotes.QUOTE_WORDS // 3
+    assert quotes.clip_around("a short sentence.", "short") == "a short sentence."
+    assert quotes.clip_around(" ".join(words)).startswith("w0 ")  # no span: its head
 
 
 def test_a_passage_does_not_end_inside_a_word_a_long_sentence_was_cut_at():
@@ -169,8 +169,8 @@ def test_a_command_line_shown_replaces_an_answer_naming_none():
 def test_a_quoted_sentence_ending_in_a_colon_comes_with_what_it_leads_into():
     texts = ["Halting\n", "To immediately stop a request within a filter or route use:\n", "\n", "halt\n", "\n",
              "You can also specify the status when halting.\n"]
-    assert answering.led_into(texts, 1) == 3
-    assert answering.led_into(texts, 5) == 5  # a sentence that ends otherwise is quoted alone
+    assert quotes.led_into(texts, 1) == 3
+    assert quotes.led_into(texts, 5) == 5  # a sentence that ends otherwise is quoted alone
 
 
 def test_a_term_of_symbols_is_quoted_with_its_description():
@@ -514,10 +514,10 @@ def test_a_quote_opening_with_a_pronoun_comes_with_what_it_stands_for():
     texts = ["The sixteenth DebConf took place in Heidelberg, Germany. ",
              "The seventeenth DebConf was held in Cape Town, South Africa. ", "It was the first DebConf in Africa.\n\n",
              "This function outputs key_file as a string. ", "That is why the file is kept.\n\n", "It is new.\n"]
-    assert answering.quote_units(texts, 2) == (1, 2)   # "It" is the seventeenth DebConf
-    assert answering.quote_units(texts, 3) == (3, 3)   # "This function": no pronoun, a sentence of its own
-    assert answering.quote_units(texts, 4) == (3, 4)   # "That is why ...": "that" as a pronoun
-    assert answering.quote_units(texts, 5) == (5, 5)   # a paragraph's first sentence has nothing before it to quote
+    assert quotes.quote_units(texts, 2) == (1, 2)   # "It" is the seventeenth DebConf
+    assert quotes.quote_units(texts, 3) == (3, 3)   # "This function": no pronoun, a sentence of its own
+    assert quotes.quote_units(texts, 4) == (3, 4)   # "That is why ...": "that" as a pronoun
+    assert quotes.quote_units(texts, 5) == (5, 5)   # a paragraph's first sentence has nothing before it to quote
     texts = ["Set logging._srcfile to None. ", "This avoids calling sys._getframe(). ", "This process runs once.\n"]
-    assert answering.quote_units(texts, 1) == (0, 1)   # "this" before a verb ("avoids")
-    assert answering.quote_units(texts, 2) == (2, 2)   # "this" before a noun ("process")
+    assert quotes.quote_units(texts, 1) == (0, 1)   # "this" before a verb ("avoids")
+    assert quotes.quote_units(texts, 2) == (2, 2)   # "this" before a noun ("process")

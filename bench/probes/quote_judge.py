@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from infinipot_cli.answer import answering  # noqa: E402
+from infinipot_cli.answer import answering, quotes  # noqa: E402
 from infinipot_cli.answer.judge import likelihoods  # noqa: E402
 from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
@@ -78,12 +78,12 @@ def main() -> None:
         src = _open(doc)
         reader.read_source(eng, lm.tokenizer, src, reader.SourceRecord(path=src.path, format=src.format))
         texts = eng.derived(None, None, None)[2]
-        quotes = {}
+        shown = {}
         for u in range(len(texts)):
-            lo, hi = answering.quote_units(texts, u)
-            quotes.setdefault(flat("".join(texts[lo:hi + 1])), (lo, hi, u))
+            lo, hi = quotes.quote_units(texts, u)
+            shown.setdefault(flat("".join(texts[lo:hi + 1])), (lo, hi, u))
         for r in mine:
-            got = quotes.get(flat(r["short"]))
+            got = shown.get(flat(r["short"]))
             if got is None:
                 print(f"{r['id']}: quote not found", flush=True)
                 continue

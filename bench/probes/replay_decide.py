@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from infinipot_cli.answer import answering, evidence as ev, retrieve, spans  # noqa: E402
+from infinipot_cli.answer import answering, evidence as ev, quotes, retrieve, spans  # noqa: E402
 from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.documents import open_source  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
@@ -50,7 +50,7 @@ def right(texts: list[str], got: tuple, golds: list[str]) -> bool:
     if how == "not-said":
         return False
     if how == "quoted":
-        lo, hi = answering.quote_units(texts, unit)
+        lo, hi = quotes.quote_units(texts, unit)
         return hit("".join(texts[lo:hi + 1]), golds)
     return hit(short, golds)
 

@@ -20,10 +20,8 @@ above. So an answer is made in three steps, each measured (docs/results/qa.md):
    that span. A question after a value or a person gets no quoted sentence that names none (`_quote_for`); a
    value asked of a name is the value the document binds to it (`binding`: "#define CHUNK 16384"). With no
    passage found a document of a few lines is its own passage (`_whole`), a longer one is not answered: no
-   path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike). A
-   quote is the whole sentence, with what it leads into when it ends in a colon, and with the sentence before it
-   when it opens with a pronoun standing for something named there ("It was the first DebConf in Africa.":
-   `quote_units`).
+   path shows the model's words unchecked (grounding.ground checks an answer written over the pot alike). What
+   a quote shows, and its answer line: quotes.py.
 
 A question asking for the words that occur most ("What are the 10 most common words?"), or how often one occurs
 ("How many lines contain ERROR?"), is a count over the whole text, which no passage holds: it is answered by
@@ -48,6 +46,7 @@ from typing import Sequence
 from . import evidence as ev
 from .evidence import sentence_units
 from . import assignments, counts, honesty, judge, retrieve, spans
+from .quotes import quote_line, quote_units, quoted
 from ..pot.archive import STOPWORDS, count_words, words
 
 MARGIN = 0.5       # the model's own span stands when it ranks within this of the best span
@@ -55,9 +54,7 @@ WRITE_FROM = 1     # passages the model writes from (the best alone: more passag
 MANY = 8           # ... for a question asking for several things: the passages scoring at least half the best
 SPECIFIC = ("option", "number", "version", "date", "key", "email", "url", "path", "ident", "shell", "symbol")  # not a quoted word
 STRONG = 1.0       # a span this close to the question's words replaces an answer that names no span
-GLOSS_UNITS = 8    # a definition's head is quoted with the first statement at most this many units after it
 SUPPORTED = 0.6    # a written answer whose passage holds less than this share of its new words gives way to a quote
-OPEN_QUOTE, CLOSE_QUOTE = "\u201c", "\u201d"
 # words that say something about the document or the question rather than answer it
 _FILLER = frozenset(words("document documents text passage manual page above below answer answers question "
                           "questions contain contains contained state states stated mention mentions mentioned "
@@ -412,23 +409,6 @@ def _attached(written: str, span: str, other: str) -> bool:
     return False
 
 
-def quoted(question: str, found: list[retrieve.Found], texts: list[str]) -> tuple[str, str, int]:
-    """("quoted", text, unit): the sentence quoted for `question`, the best passage's top one, unless that is the
-    head of a definition of a name the question names and no statement ("g_key_file_to_data ()" and its
-    signature, ending in ";"): then the first statement after it, within GLOSS_UNITS units ("This function outputs
-    key_file as a string."), as an API reference or a glossary writes a name's gloss under it."""
-    top = found[0].top
-    lo, hi = sentence_units(texts, top)
-    head = "".join(texts[lo:hi + 1]).strip()
-    # heads over the one unit alone: > 0 when it begins with a name the question names
-    if head[-1:] not in ".!?:" and float(retrieve.heads([texts[lo]], question)[0]) > 0:
-        for j in range(hi + 1, min(len(texts), hi + 1 + GLOSS_UNITS)):
-            t = texts[j].strip()
-            if t[-1:] in ".!?" and len(t.split()) >= 3:
-                return "quoted", t, j
-    return "quoted", texts[top].strip(), top
-
-
 def several(question: str, written: str, found: list[retrieve.Found], texts: list[str]
             ) -> tuple[str, str, int | None, list[str]]:
     """`decide` for a question asking for several things (written from several passages): the model's list
@@ -468,67 +448,6 @@ def listed(question: str, found: list[retrieve.Found], texts: list[str]) -> list
         if got[0].text not in out:
             out.append(got[0].text)
     return out
-
-
-def led_into(texts: list[str], hi: int) -> int:
-    """The last unit of the sentence the sentence ending at unit `hi` leads into when it ends with a colon
-    ("To immediately stop a request within a filter or route use:" | "halt"), else `hi`."""
-    if not texts[hi].rstrip().endswith(":"):
-        return hi
-    nxt = next((k for k in range(hi + 1, min(len(texts), hi + 4)) if texts[k].strip()), None)
-    return hi if nxt is None else sentence_units(texts, nxt)[1]
-
-
-# a sentence that opens with a pronoun standing for something named before it: "It was the first DebConf in
-# Africa." ("this", "these" ... only as a pronoun, before a verb: an auxiliary, or after "this"/"that" a word in -s
-# that is no -ss, -us or -is noun; not "This function outputs ...")
-_REFERS_BACK = re.compile(r"^\W*(?:(?:it|they|he|she|its|their|his|her)\b|(?:this|these|that|those)\s+(?:is|was|are|"
-                          r"were|can|could|will|would|may|might|must|should|has|have|had|does|do|did|also)\b"
-                          r"|(?:this|that)\s+[a-z]+(?<![sui])s\b)",  # "This avoids ...", not "This process", "This status"
-                          re.I)
-
-
-def referred_to(texts: list[str], lo: int) -> int:
-    """The first unit of the sentence before the one starting at unit `lo`, in the same paragraph, when that one
-    opens with a pronoun standing for something it names ("The seventeenth DebConf was held in Cape Town." |
-    "It was the first DebConf in Africa."); else `lo`. A quote that says "it" is quoted with what "it" is."""
-    if lo == 0 or not _REFERS_BACK.match(texts[lo]):
-        return lo
-    k = lo - 1
-    if texts[k].endswith("\n\n") or not any(c.isalnum() for c in texts[k]):
-        return lo  # a paragraph, heading or list of its own before it
-    return sentence_units(texts, k)[0]
-
-
-def quote_units(texts: list[str], unit: int) -> tuple[int, int]:
-    """[first, last] units of what is quoted for the sentence of unit `unit`: the whole sentence, with the
-    sentence a pronoun it opens with stands for (`referred_to`), and with what it leads into when it ends with a
-    colon (`led_into`)."""
-    lo, hi = sentence_units(texts, unit)
-    return referred_to(texts, lo), led_into(texts, hi)
-
-
-def quote_line(short: str, how: str, sentence: str, label: str) -> str:
-    """The answer line of a span or a quoted sentence: the document's own words, in curly quotes, with where
-    they are ("-J — “-J, --xz Filter the archive through xz(1).” [tar.1.txt · line 612]")."""
-    said = f"{OPEN_QUOTE}{clip_around(sentence, '' if how == 'quoted' else short)}{CLOSE_QUOTE}" + \
-        (f" [{label}]" if label else "")
-    return said if how == "quoted" else f"{short} \u2014 {said}"
-
-
-QUOTE_WORDS = 40  # the most words of a sentence on the answer line (a PDF's run-on "sentence"); --json has it whole
-
-
-def clip_around(sentence: str, span: str = "", n: int = QUOTE_WORDS) -> str:
-    """`sentence` on one line, at most `n` words: around the first word holding `span` (a third of them before
-    it), else its head, "…" where cut."""
-    ws = sentence.split()
-    if len(ws) <= n:
-        return " ".join(ws)
-    at = next((i for i, w in enumerate(ws) if span and span in w), 0)
-    lo = max(0, min(at - n // 3, len(ws) - n))
-    hi = lo + n
-    return ("\u2026 " if lo else "") + " ".join(ws[lo:hi]) + (" \u2026" if hi < len(ws) else "")
 
 
 _ABSENT_KINDS = ("version", "option", "ident")
