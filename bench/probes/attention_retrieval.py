@@ -35,6 +35,11 @@ from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from infinipot_cli.session import Catalyst, Session  # noqa: E402
 
 
+def paraphrased(q: dict) -> bool:
+    """A question in a reader's own words: so marked (bench/testset, bench/paraphrases) or a corpus paraphrase."""
+    return q.get("phrasing") == "paraphrase" or bool(q.get("paraphrase_of"))
+
+
 def gold_units(texts: list[str], q: dict) -> set[int] | None:
     """The units the gold passage covers (those holding an answer, when any does); None when not found."""
     if not q.get("passage"):
@@ -137,7 +142,7 @@ def main() -> None:
             mass = (torch.einsum("tlkgd,nlkd->tnlkg", qv, kh) * HD ** -0.5).softmax(1).mean(0)  # (N, l, KV, G)
             unit = torch.zeros(K, len(layers), H).index_add_(0, seg, mass.reshape(-1, len(layers), H))
             words = retrieve.rank(texts, q["question"], heading)
-            records.append({"id": q["id"], "para": bool(q.get("paraphrase_of")) or q.get("phrasing") == "paraphrase",
+            records.append({"id": q["id"], "para": paraphrased(q),
                             "heads": best_rank(unit, gold), "words": int(best_rank(words, gold)),
                             "unit": unit, "w": words, "gold": gold})
         print(f"{did}: {eng.tokens_read} tokens, {K} units, {time.time() - t0:.0f} s", flush=True)

@@ -35,7 +35,7 @@ from infinipot_cli.pot.scoring.record import RelevanceRecord  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from infinipot_cli.runtime.threads import configure  # noqa: E402
 from infinipot_cli.session import Catalyst, Session  # noqa: E402
-from attention_retrieval import best_rank, gold_units, save  # noqa: E402
+from attention_retrieval import best_rank, gold_units, paraphrased, save  # noqa: E402
 
 
 def pool(tok: torch.Tensor, seg: torch.Tensor, K: int, how: str) -> torch.Tensor:
@@ -136,7 +136,7 @@ def main() -> None:
             layers[:, :k] = rec.layers[:, :k].cpu()
             first = torch.full((K,), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")
             heading = retrieve.headings(eng, first, texts)
-            r = {"id": q["id"], "para": bool(q.get("paraphrase_of")) or q.get("phrasing") == "paraphrase",
+            r = {"id": q["id"], "para": paraphrased(q),
                  "gold": gold, "words": retrieve.rank(texts, q["question"], heading),
                  "max": pool(best[src], seg, K, "max"), "mean": pool(best[src], seg, K, "mean"),
                  "layers_max": pool(layers[:, src], seg, K, "max")}

@@ -29,7 +29,7 @@ from infinipot_cli.pot.config import PotConfig  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
 from infinipot_cli.runtime.threads import configure  # noqa: E402
 from infinipot_cli.session import Catalyst, Session  # noqa: E402
-from attention_retrieval import gold_units  # noqa: E402
+from attention_retrieval import gold_units, paraphrased  # noqa: E402
 
 
 def near(unit: int, gold: set[int], side: int) -> bool:
@@ -63,7 +63,7 @@ def main() -> None:
             first = torch.full((len(texts),), 1 << 62, dtype=torch.long).scatter_reduce(0, seg, src, "amin")
             words = int(retrieve.rank(texts, q["question"], retrieve.headings(eng, first, texts)).argmax())
             focus = int(seg[eng.focus.pos])
-            row = {"id": q["id"], "para": bool(q.get("paraphrase_of")) or q.get("phrasing") == "paraphrase",
+            row = {"id": q["id"], "para": paraphrased(q),
                    "focus": near(focus, gold, a.side), "words": near(words, gold, a.side),
                    "where": eng.focus_where, "tokens": eng.tokens_read}
             rows.append(row)

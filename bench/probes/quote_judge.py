@@ -29,17 +29,13 @@ from infinipot_cli.answer.judge import likelihoods  # noqa: E402
 from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
+from attention_retrieval import paraphrased  # noqa: E402
 from question_likelihood import TextOnly  # noqa: E402
 from replay_decide import hit  # noqa: E402
 
 
 def flat(text: str) -> str:
     return " ".join(text.split())
-
-
-def paraphrased(q: dict) -> bool:
-    """A question in a reader's own words: so marked (bench/testset, bench/paraphrases) or a corpus paraphrase."""
-    return q.get("phrasing") == "paraphrase" or bool(q.get("paraphrase_of"))
 
 
 def neighbours(texts: list[str], lo: int, hi: int) -> list[tuple[int, int]]:
