@@ -246,3 +246,15 @@ def test_a_version_a_title_calls_one():
 def test_when_after_a_wh_word_is_a_clause_not_a_date_question():
     assert not spans.wanted("What happens when a group holds the same key twice?").typed
     assert spans.wanted("Since when has the option been deprecated?").kinds[0] == "date"
+
+
+def test_a_numbers_unit_the_question_asks_for_counts_and_justified_spacing_keeps_it():
+    # a man page justifies its lines with runs of spaces; "2048 bytes" holds the unit asked for ("How many bytes")
+    q = "How many bytes of headroom are subtracted when the largest allowed command line is calculated?"
+    want = spans.wanted(q)
+    cut = " exec, less the size of your environment, less 2048 bytes  of\n              headroom.  "
+    aside = "1KiB  is  1024  bytes.  "
+    best = spans.spans(cut, want, q)[0]
+    other = spans.spans(aside, want, q)[0]
+    assert best.text == "2048 bytes" and other.text == "1024 bytes"
+    assert best.score > other.score

@@ -36,7 +36,7 @@ PATTERNS: dict[str, str] = {
     # "... was 5.92." ends a sentence; a number a title or a sentence calls a version is one ("Version 3")
     "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?!\w|\.\w)"
                r"|(?:(?<=\b[Vv]ersion )|(?<=\bVERSION ))\d+(?:\.\d+)*(?!\w|\.\w)",
-    "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s?(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
+    "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s{0,3}(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
               r"(?![\w])",
     "path": r"(?<![\w<])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
             r"\b[\w-]+\.(?:[a-z]{1,4})\b(?=[\s,;:)]|\.\s|$)",
@@ -221,6 +221,8 @@ def spans(sentence: str, want: Want, question: str = "", after: str = "") -> lis
                 b = a + len(text)
             if kind == "number" and any(x <= a and b <= y for x, y in times):
                 continue  # the "7" of "7:45" is no number
+            if kind == "number":
+                text = " ".join(text.split())  # "1024  bytes" as a justified man page line spaces it: "1024 bytes"
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
                     or _inside_named(sentence, a, b, asked)
                     or (kind not in ("version", "date") and _heading(sentence, a))
@@ -344,14 +346,17 @@ _WORDS = re.compile(r"[A-Za-z0-9]+")
 
 def closeness(span: Span, sentence: str, want: Want) -> float:
     """How close `span` stands to the question's content words in `sentence`: the sum over those words' places
-    of 1 / (1 + distance in words)."""
+    of 1 / (1 + distance in words); a number's unit inside the span counts at distance 0 ("2048 bytes" for "How
+    many bytes ..."), the span's other words not at all."""
     total = 0.0
     for m in _WORDS.finditer(sentence):
-        if m.start() >= span.start and m.end() <= span.stop:
+        inside = m.start() >= span.start and m.end() <= span.stop
+        if inside and not (span.kind == "number" and not m.group(0)[0].isdigit()):
             continue
         stem = words(m.group(0))
         if stem and stem[0] in want.words:
-            between = sentence[m.end():span.start] if m.start() < span.start else sentence[span.stop:m.start()]
+            between = "" if inside else \
+                sentence[m.end():span.start] if m.start() < span.start else sentence[span.stop:m.start()]
             total += 1.0 / (1 + len(between.split()))
     return total
 
