@@ -39,7 +39,7 @@ from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
 from infinipot_cli.pot.prompts import Prompts  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from attention_retrieval import paraphrased  # noqa: E402
+from attention_retrieval import by_phrasing, paraphrased, report_rows  # noqa: E402
 from question_likelihood import TextOnly  # noqa: E402
 from replay_decide import hit  # noqa: E402
 
@@ -148,11 +148,7 @@ def main() -> None:
                 "span: judged": len(spanned), "span words": sum(r["span_words"] for r in spanned),
                 "span attention deep": sum(r["span_deep"] for r in spanned),
                 "span attention all": sum(r["span_all"] for r in spanned)}
-    report = {"corpus": a.corpus, "all": line(rows), "paraphrases": line([r for r in rows if r["para"]]),
-              "document's words": line([r for r in rows if not r["para"]]), "rows": rows}
-    print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
-    if a.out:
-        Path(a.out).write_text(json.dumps(report, indent=1))
+    report_rows({"corpus": a.corpus, **by_phrasing(rows, line), "rows": rows}, a.out)
 
 
 if __name__ == "__main__":

@@ -175,6 +175,19 @@ def main() -> None:
         save(a.out, report)
 
 
+def by_phrasing(rows: list[dict], line) -> dict:
+    """`line(rows)` over all the rows, those of questions in a reader's own words (`para`) and the rest."""
+    return {"all": line(rows), "paraphrases": line([r for r in rows if r["para"]]),
+            "document's words": line([r for r in rows if not r["para"]])}
+
+
+def report_rows(report: dict, out: str | None) -> None:
+    """Print `report` but its rows; write it whole to `out` (save), when given."""
+    print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
+    if out:
+        save(out, report)
+
+
 def save(path: str, report: dict) -> None:
     """`report` as JSON in `path`, written whole or not at all."""
     tmp = path + ".tmp"

@@ -22,7 +22,6 @@ read are the units of its tokens).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
 from infinipot_cli.pot.scoring.segments import BoundaryTable  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from attention_retrieval import save  # noqa: E402
+from attention_retrieval import by_phrasing, report_rows  # noqa: E402
 
 
 class TextOnly:
@@ -129,11 +128,7 @@ def main() -> None:
                 "gated first": sum(r["model_first"] if r["overlap"][0] < GATE else r["words_first"]
                                    for r in held),
                 "gate fires": sum(r["overlap"][0] < GATE for r in rs if r.get("overlap"))}
-    report = {"corpus": a.corpus, "all": line(rows), "paraphrases": line([r for r in rows if r["para"]]),
-              "document's words": line([r for r in rows if not r["para"]]), "rows": rows}
-    print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
-    if a.out:
-        save(a.out, report)
+    report_rows({"corpus": a.corpus, **by_phrasing(rows, line), "rows": rows}, a.out)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from infinipot_cli.answer.judge import likelihoods  # noqa: E402
 from infinipot_cli.evaluate.qa import _open, load_corpus  # noqa: E402
 from infinipot_cli.pot import reader  # noqa: E402
 from infinipot_cli.runtime.loading import load_model  # noqa: E402
-from attention_retrieval import paraphrased  # noqa: E402
+from attention_retrieval import by_phrasing, paraphrased, report_rows  # noqa: E402
 from question_likelihood import TextOnly  # noqa: E402
 from replay_decide import hit  # noqa: E402
 
@@ -107,11 +107,7 @@ def main() -> None:
                 "add": sum(r["add"] for r in rs), "moved": sum(r["moved"] for r in rs),
                 "pronoun's sentence added": sum(r["referred"] for r in rs),
                 "right without it": sum(r["alone"] for r in rs)}
-    report = {"corpus": a.corpus, "run": a.run, "all": line(rows), "paraphrases": line([r for r in rows if r["para"]]),
-              "document's words": line([r for r in rows if not r["para"]]), "rows": rows}
-    print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=1))
-    if a.out:
-        Path(a.out).write_text(json.dumps(report, indent=1))
+    report_rows({"corpus": a.corpus, "run": a.run, **by_phrasing(rows, line), "rows": rows}, a.out)
 
 
 if __name__ == "__main__":
