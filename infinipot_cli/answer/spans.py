@@ -350,13 +350,14 @@ def closeness(span: Span, sentence: str, want: Want) -> float:
     many bytes ..."), the span's other words not at all."""
     total = 0.0
     for m in _WORDS.finditer(sentence):
-        inside = m.start() >= span.start and m.end() <= span.stop
-        if inside and not (span.kind == "number" and not m.group(0)[0].isdigit()):
-            continue
+        if m.start() >= span.start and m.end() <= span.stop:  # a word of the span: only a number's unit counts
+            if span.kind != "number" or m.group(0)[0].isdigit():
+                continue
+            between = ""
+        else:
+            between = sentence[m.end():span.start] if m.start() < span.start else sentence[span.stop:m.start()]
         stem = words(m.group(0))
         if stem and stem[0] in want.words:
-            between = "" if inside else \
-                sentence[m.end():span.start] if m.start() < span.start else sentence[span.stop:m.start()]
             total += 1.0 / (1 + len(between.split()))
     return total
 
