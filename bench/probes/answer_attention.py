@@ -91,7 +91,7 @@ def main() -> None:
         eng = TextOnly(tok)
         src = _open(doc)
         reader.read_source(eng, tok, src, reader.SourceRecord(path=src.path, format=src.format))
-        d_src, seg, texts = eng.derived(None, None, None)
+        _, seg, texts = eng.derived(None, None, None)  # (TextOnly: a token's position is its index)
         for q in qs:
             got = retrieve.passages(eng, q["question"], (), n=retrieve.PASSAGES)
             if not got or not got.found:
@@ -127,7 +127,7 @@ def main() -> None:
             for s in sents:
                 for sp in spans.spans(text_of[s], want, q["question"]):
                     c = core_text.find(sp.text)
-                    if c < 0 or sp.text in seen:  # a span of a sentence reaching outside the core
+                    if c < 0 or sp.text in seen:  # outside the core (its sentence reaches past it), or judged already
                         continue
                     seen.add(sp.text)
                     ix = [i for i in range(len(body)) if at[i] < c + len(sp.text) and at[i + 1] > c]
