@@ -258,3 +258,33 @@ def test_a_numbers_unit_the_question_asks_for_counts_and_justified_spacing_keeps
     other = spans.spans(aside, want, q)[0]
     assert best.text == "2048 bytes" and other.text == "1024 bytes"
     assert best.score > other.score
+
+
+@pytest.mark.parametrize("sentence", [
+    "covering the following alerts: CVE-2006-4334 CVE-2006-4335",   # pieces of an identifier
+    "Text is read as utf-8 on x86-64 machines.",
+    "For full details see ssh_config(5).",                           # a manual's section
+    "*10.4*\tThe global command",                                    # a section's number before its title
+    "4.6 The 5.x Releases",
+])
+def test_a_number_that_names_is_no_count(sentence):
+    q = "How many times does it retry?"
+    assert [s.text for s in spans.spans(sentence, spans.wanted(q), q)] == []
+
+
+def test_counts_beside_names_are_still_counts():
+    q = "How many seconds does it wait?"
+    want = spans.wanted(q)
+    got = lambda s: [x.text for x in spans.spans(s, want, q)]  # noqa: E731
+    assert got("2      Fatal error.") == ["2"]          # an exit status defined at the head of its line
+    assert got("a 30-second timeout") == ["30"]
+    assert got("the level N-1 dump") == ["1"]           # arithmetic, not an identifier's piece
+    assert got("Fixed (CVE-2006-4334) after 3 seconds") == ["3 seconds"]
+
+
+def test_a_hyphenated_phrase_is_no_identifier():
+    q = "Which command quits Vim and throws away all changes?"
+    want = spans.wanted(q)
+    got = lambda s: [x.text for x in spans.spans(s, want, q)]  # noqa: E731
+    assert got("Vim has a quit-and-throw-things-away command.") == []
+    assert got("Run apt-get or ssh-keygen first.") == ["apt-get", "ssh-keygen"]

@@ -37,7 +37,7 @@ PATTERNS: dict[str, str] = {
     "version": r"(?<![\w.])v?\d+(?:\.\d+)+(?:-\d+)?[a-z]?(?!\w|\.\w)"
                r"|(?:(?<=\b[Vv]ersion )|(?<=\bVERSION ))\d+(?:\.\d+)*(?!\w|\.\w)",
     "number": r"(?<![\w.])-?\d+(?:[.,]\d+)*(?:\s{0,3}(?:%|KB|MB|GB|KiB|MiB|GiB|bytes|characters|seconds|minutes|hours|days))?"
-              r"(?![\w])",
+              r"(?![\w]|\.[A-Za-z_])",  # not the "5" of "5.x" or of "5.txt"
     "path": r"(?<![\w<])(?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]+)*/?|(?<![\w/.-])\.[A-Za-z][\w]{0,5}\b|"
             r"\b[\w-]+\.(?:[a-z]{1,4})\b(?=[\s,;:)]|\.\s|$)",
     # (first: a hex identifier with a digit, whole: "dc778b88-df7d-4c6a-…", "3f2a9c1e")
@@ -222,12 +222,14 @@ def spans(sentence: str, want: Want, question: str = "", after: str = "") -> lis
             if kind == "number" and any(x <= a and b <= y for x, y in times):
                 continue  # the "7" of "7:45" is no number
             if kind == "number":
+                if _not_a_quantity(sentence, a, b):
+                    continue  # "CVE-2006-4334", "utf-8", "ssh_config(5)", "4.6 The 5.x Releases": no count
                 text = " ".join(text.split())  # "1024  bytes" as a justified man page line spaces it: "1024 bytes"
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
                     or _inside_named(sentence, a, b, asked)
                     or (kind not in ("version", "date") and _heading(sentence, a))
                     or _placeholder(sentence, a, text) or (kind != "option" and _argument(sentence, a))
-                    or (kind == "ident" and _opening_word(sentence, a, text))
+                    or (kind == "ident" and (_opening_word(sentence, a, text) or _phrase(text)))
                     or (kind == "option" and _optional(sentence, a, b))):
                 continue
             taken.append((a, b))
@@ -310,6 +312,16 @@ def _opening_word(sentence: str, at: int, text: str) -> bool:
     return not sentence[:at].strip() and _COMPOUND.fullmatch(text) is not None
 
 
+_LINKING = {"a", "an", "and", "the", "of", "or", "to", "in", "on", "for", "with", "by", "at", "from", "as"}
+
+
+def _phrase(text: str) -> bool:
+    """Whether a hyphenated word is an English phrase, not a name: lower-case words, one of them a linking word
+    ("quit-and-throw-things-away", "end-of-line", "up-to-date"; not "apt-get", "ssh-keygen")."""
+    parts = text.split("-")
+    return len(parts) > 2 and all(p.isalpha() and p.islower() for p in parts) and any(p in _LINKING for p in parts)
+
+
 def _heading(sentence: str, at: int) -> bool:
     """Whether position `at` is on a heading line: a short line of capitals only ("RETURN VALUE", "OPTIONS")."""
     a = sentence.rfind("\n", 0, at) + 1
@@ -317,6 +329,26 @@ def _heading(sentence: str, at: int) -> bool:
     line = sentence[a:b if b >= 0 else len(sentence)].strip()
     return bool(line) and line.upper() == line and any(c.isalpha() for c in line) and len(line.split()) <= 4 \
         and not any(c in line for c in "_-=/.")
+
+
+_LABEL = re.compile(r"[A-Za-z][\w.]+[-_](?:[\w.]*[-_])?$")        # "CVE-", "CVE-2006-", "utf-", "x86-"
+_SECTION = re.compile(r"[*#=\s\u00a7]*$")                       # what may stand before a section's number
+_TITLE = re.compile(r"\*?[ \t]+[A-Z]")                             # "4.6 The ...", "*10.4*\tThe ..."
+
+
+def _not_a_quantity(sentence: str, a: int, b: int) -> bool:
+    """Whether the number at [a, b) names something rather than counts: a piece of an identifier ("4334" of
+    "CVE-2006-4334", the "8" of "utf-8"), a manual section ("ssh_config(5)") or a section's number before its
+    title on a line of its own ("4.6 The 5.x Releases", "*10.4* The global command")."""
+    lo = sentence.rfind("\n", 0, a) + 1
+    token = re.split(r"[\s(\[\"'`]", sentence[lo:a])[-1]
+    if _LABEL.search(token):
+        return True
+    if a >= 2 and sentence[a - 1] == "(" and (sentence[a - 2].isalnum() or sentence[a - 2] == "_") \
+            and sentence[b:b + 1] == ")":
+        return True
+    numbered = "." in sentence[a:b] or sentence[a - 1:a] == "*"  # not "2  Fatal error." of a list of exit codes
+    return numbered and bool(_SECTION.fullmatch(sentence[lo:a])) and _TITLE.match(sentence, b) is not None
 
 
 _TOKEN_END = ",;:.!?)]}\"'"
