@@ -3,7 +3,7 @@
 
 import pytest
 
-from infinipot_cli.answer import answering, quotes, retrieve
+from infinipot_cli.answer import answering, quotes, retrieve, spans
 
 
 def found(texts, top, score=1.0):
@@ -521,3 +521,12 @@ def test_a_quote_opening_with_a_pronoun_comes_with_what_it_stands_for():
     texts = ["Set logging._srcfile to None. ", "This avoids calling sys._getframe(). ", "This process runs once.\n"]
     assert quotes.quote_units(texts, 1) == (0, 1)   # "this" before a verb ("avoids")
     assert quotes.quote_units(texts, 2) == (2, 2)   # "this" before a noun ("process")
+
+
+def test_a_unit_cut_inside_a_name_does_not_begin_with_a_number():
+    # a long changelog line cut into units inside "CVE-2006-4336": the next unit's "4336" is no revision
+    texts = ["gzip (1.3.5-15) unstable; urgency=high * security update, covering the following alerts: "
+             "CVE-2006-4334 CVE-2006-", "4336 CVE-2006-4337 CVE-2006-4338\n"]
+    q = "Which Debian revision fixed CVE-2010-0001?"
+    cands = answering._candidates(spans.wanted(q), q, [(1.0, 0), (1.0, 1)], texts)
+    assert [c[1].text for c in cands] == ["1.3.5-15"]

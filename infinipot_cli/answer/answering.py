@@ -273,7 +273,7 @@ def _candidates(want: spans.Want, question: str, sents: list[tuple[float, int]],
         under = _described(texts, u) if "option" in want.kinds else []
         after = "".join(texts[j] for j in under)
         w = max([w] + [weight[j] for j in under if j in weight])
-        for s in spans.spans(texts[u], want, question, after):
+        for s in spans.spans(texts[u], want, question, after, texts[u - 1][-80:] if u else ""):
             if held and (s.start == 0 or s.stop == len(texts[u])):  # at the unit's edge: perhaps cut
                 s.text = completed(s.text, held)
             out.append((s.score + w, s, u))

@@ -197,14 +197,15 @@ def _shaped(want: Want, question: str) -> Want:
 LEAD = 0.5  # an option heading its line (where a man page defines it) over one mentioned in passing
 
 
-def spans(sentence: str, want: Want, question: str = "", after: str = "") -> list[Span]:
+def spans(sentence: str, want: Want, question: str = "", after: str = "", before: str = "") -> list[Span]:
     """The spans of `sentence` of the kinds `want` asks for (none that the question names already, none from a
     heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time), best
     first: by closeness to the question's words in the sentence (`closeness`), the kinds the question names
     first weighing more ("exit code": a number before an identifier), an option of the shape asked for ("short
     option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
     the option the line defines: it weighs LEAD more than one mentioned in passing, and its closeness counts the
-    words of its description, the rest of its line and `after` (the lines under it in a man page)."""
+    words of its description, the rest of its line and `after` (the lines under it in a man page). `before`: the
+    text before the sentence (a unit cut inside "CVE-2006-|4336" begins with a piece of a name)."""
     out: list[Span] = []
     taken: list[tuple[int, int]] = []
     asked = question.lower()
@@ -222,7 +223,7 @@ def spans(sentence: str, want: Want, question: str = "", after: str = "") -> lis
             if kind == "number" and any(x <= a and b <= y for x, y in times):
                 continue  # the "7" of "7:45" is no number
             if kind == "number":
-                if _not_a_quantity(sentence, a, b):
+                if _not_a_quantity(before + sentence, len(before) + a, len(before) + b):
                     continue  # "CVE-2006-4334", "utf-8", "ssh_config(5)", "4.6 The 5.x Releases": no count
                 text = " ".join(text.split())  # "1024  bytes" as a justified man page line spaces it: "1024 bytes"
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
