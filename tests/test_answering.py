@@ -358,7 +358,7 @@ def test_a_value_asked_for_is_not_answered_by_a_sentence_without_one(written):
 
 
 EXAMPLE = ["/* ledger.c: rewrite a ledger in blocks */\n", "#include <stdio.h>\n", "#define BLOCK 8192\n",
-           "#define LEDGER_MAGIC \"LDG1\"\n", "\n", "int rewrite(FILE *in, FILE *out) {\n",
+           "#define LEDGER_MAGIC \"LDG1\"\n", "#define LEDGER_TITLE \"Monthly Ledger\"\n", "int rewrite(FILE *in, FILE *out) {\n",
            "    char buf[BLOCK];\n", "    size_t n = fread(buf, 1, BLOCK, in);  /* one BLOCK at a time */\n",
            "    int retries = 3;\n", "    return fwrite(buf, 1, n, out) == n ? 0 : -1;\n", "}\n",
            "The example in ledger.c reads its input one BLOCK at a time.\n"]
@@ -369,6 +369,8 @@ EXAMPLE = ["/* ledger.c: rewrite a ledger in blocks */\n", "#include <stdio.h>\n
     ("What is BLOCK set to in the example?", "8192", 2),
     ("What is the value of LEDGER_MAGIC?", "LDG1", 3),
     ("What is the value of retries in the example?", "3", 8),
+    # a string with a space, asked for as the name of what the identifier in brackets holds
+    ("What is the name of the ledger's title (LEDGER_TITLE)?", "Monthly Ledger", 4),
 ])
 def test_a_value_asked_of_a_name_is_the_value_bound_to_it(question, value, unit):
     f = retrieve.Found(0, 0, [10, 11], 11, 9.0)  # the passage found: prose naming BLOCK, not its definition

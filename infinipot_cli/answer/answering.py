@@ -334,10 +334,11 @@ def _quote_for(question: str, want: spans.Want, found: list[retrieve.Found], tex
     return how, text, unit, []
 
 
-_BIND = (r"^[ \t]*#[ \t]*define[ \t]+{x}[ \t]+([^\s]+)[ \t]*(?:/[*/].*)?$",                     # #define X 16384
+_BIND = (r"^[ \t]*#[ \t]*define[ \t]+{x}[ \t]+(\"[^\"\n]*\"|[^\s]+)[ \t]*(?:/[*/].*)?$",  # #define X 16384, X "a b"
          r"(?<![\w.]){x}[ \t]*:?=(?!=)[ \t]*((?:VAR[ \t]+)?[^\s;,]+)[ \t]*[;,]?[ \t]*(?:(?://|#|/\*|--).*)?$",  # X = 16384;
          r"(?<![\w.]){x}[ \t]+(?:is[ \t]+)?(?:set|defaults?|defined)[ \t]+(?:to|as)[ \t]+([^\s,;]+?)[.,;]?(?:\s|$)")
-_VALUE_ASKED = re.compile(r"\bvalue of\b|\b(?:set|defaults?|defined|equal)\s+(?:to|as)\b|\bdefault\b")
+_VALUE_ASKED = re.compile(r"\bvalue of\b|\b(?:set|defaults?|defined|equal)\s+(?:to|as)\b|\bdefault\b"
+                          r"|^what is the \w+ of\b.*\([a-z][a-z0-9]*_\w+\)")  # "What is the name of ... (X_GROUP)?"
 
 
 def binding(question: str, texts: list[str], found: list[retrieve.Found]) -> tuple[str, int] | None:
