@@ -199,7 +199,8 @@ LEAD = 0.5  # an option heading its line (where a man page defines it) over one 
 
 def spans(sentence: str, want: Want, question: str = "", after: str = "", before: str = "") -> list[Span]:
     """The spans of `sentence` of the kinds `want` asks for (none that the question names already, none from a
-    heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time), best
+    heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time, no number
+    that names rather than counts: `_not_a_quantity`), best
     first: by closeness to the question's words in the sentence (`closeness`), the kinds the question names
     first weighing more ("exit code": a number before an identifier), an option of the shape asked for ("short
     option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
@@ -332,9 +333,9 @@ def _heading(sentence: str, at: int) -> bool:
         and not any(c in line for c in "_-=/.")
 
 
-_LABEL = re.compile(r"[A-Za-z][\w.]+[-_](?:[\w.]*[-_])?$")        # "CVE-", "CVE-2006-", "utf-", "x86-"
-_SECTION = re.compile(r"[*#=\s\u00a7]*$")                       # what may stand before a section's number
-_TITLE = re.compile(r"\*?[ \t]+[A-Z]")                             # "4.6 The ...", "*10.4*\tThe ..."
+_LABEL = re.compile(r"[A-Za-z][\w.]+[-_](?:[\w.]*[-_])?$")  # a name a number ends: "CVE-", "CVE-2006-", "utf-"
+_SECTION = re.compile(r"[*#=\s\u00a7]*")                      # what may stand before a section's number
+_TITLE = re.compile(r"\*?[ \t]+[A-Z]")                         # after it, its title: "4.6 The ...", "*10.4*\tThe ..."
 
 
 def _not_a_quantity(sentence: str, a: int, b: int) -> bool:
