@@ -200,10 +200,9 @@ LEAD = 0.5  # an option heading its line (where a man page defines it) over one 
 def spans(sentence: str, want: Want, question: str = "", after: str = "", before: str = "") -> list[Span]:
     """The spans of `sentence` of the kinds `want` asks for (none that the question names already, none from a
     heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time, no number
-    that names rather than counts: `_not_a_quantity`), best
-    first: by closeness to the question's words in the sentence (`closeness`), the kinds the question names
-    first weighing more ("exit code": a number before an identifier), an option of the shape asked for ("short
-    option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
+    that names rather than counts: `_not_a_quantity`), best first: by closeness to the question's words in the
+    sentence (`closeness`), the kinds the question names first weighing more ("exit code": a number before an
+    identifier), an option of the shape asked for ("short option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
     the option the line defines: it weighs LEAD more than one mentioned in passing, and its closeness counts the
     words of its description, the rest of its line and `after` (the lines under it in a man page). `before`: the
     text before the sentence (a unit cut inside "CVE-2006-|4336" begins with a piece of a name)."""
