@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 
 from infinipot_cli.runtime.attention import split_causal
+from infinipot_cli.runtime.compat import with_cache
 from tiny_models import ARCHS, make_model
 
 T, P, HQ, HKV, D = 512, 80, 6, 2, 16
@@ -59,6 +60,7 @@ def test_a_chunk_over_a_cache_reads_as_with_eager_attention(arch):
         model = make_model(arch, attn=attn)
         cache = DynamicCache()
         with torch.no_grad():
-            model.model(input_ids=ids[:, :120], past_key_values=cache, use_cache=True)
-            outs.append(model.model(input_ids=ids[:, 120:], past_key_values=cache, use_cache=True).last_hidden_state)
+            model.model(input_ids=ids[:, :120], **with_cache(model.model, cache), use_cache=True)
+            outs.append(model.model(input_ids=ids[:, 120:], **with_cache(model.model, cache),
+                                   use_cache=True).last_hidden_state)
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-4, atol=1e-4)

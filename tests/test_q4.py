@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from infinipot_cli.runtime import q4
+from infinipot_cli.runtime.compat import with_cache
 from tiny_models import make_model
 
 pytestmark = pytest.mark.skipif(not q4.kernel_available(), reason="this torch build has no CPU int4 kernel")
@@ -171,8 +172,8 @@ def test_decoding_with_q4_follows_the_dense_model(tmp_path):
         ref = model(input_ids=ids).logits[0, -1].float()
         q4.attach(model, tmp_path)
         cache = AnswerCache(64)
-        model.model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True)
-        step = model(input_ids=ids[:, -1:], past_key_values=cache, use_cache=True).logits[0, -1].float()
+        model.model(input_ids=ids[:, :-1], **with_cache(model.model, cache), use_cache=True)
+        step = model(input_ids=ids[:, -1:], **with_cache(model, cache), use_cache=True).logits[0, -1].float()
     assert (step - ref).abs().max() < 0.05 * ref.abs().max()
     assert len(generate(model, AnswerCache(64), ids[0].tolist(), 5)) == 5
 
