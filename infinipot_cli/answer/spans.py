@@ -202,10 +202,11 @@ def spans(sentence: str, want: Want, question: str = "", after: str = "", before
     heading line but a version or date, no placeholder such as FILE in "-f FILE", no piece of a time, no number
     that names rather than counts: `_not_a_quantity`), best first: by closeness to the question's words in the
     sentence (`closeness`), the kinds the question names first weighing more ("exit code": a number before an
-    identifier), an option of the shape asked for ("short option": -x) more than the other. An option heading its line ("-w[EXT], --write-back[=EXT]": `leads`) is
-    the option the line defines: it weighs LEAD more than one mentioned in passing, and its closeness counts the
-    words of its description, the rest of its line and `after` (the lines under it in a man page). `before`: the
-    text before the sentence (a unit cut inside "CVE-2006-|4336" begins with a piece of a name)."""
+    identifier), an option of the shape asked for ("short option": -x) more than the other. An option heading
+    its line ("-w[EXT], --write-back[=EXT]": `leads`) is the option the line defines: it weighs LEAD more than
+    one mentioned in passing, and its closeness counts the words of its description, the rest of its line and
+    `after` (the lines under it in a man page). `before`: the text before the sentence (a unit cut inside
+    "CVE-2006-|4336" begins with a piece of a name)."""
     out: list[Span] = []
     taken: list[tuple[int, int]] = []
     asked = question.lower()
@@ -220,11 +221,11 @@ def spans(sentence: str, want: Want, question: str = "", after: str = "", before
             if kind == "option" and "=" in text and (_placeholder_value(text) or leads(sentence, a)):
                 text = text.split("=", 1)[0]  # "--line-width=N" is the option --line-width
                 b = a + len(text)
-            if kind == "number" and any(x <= a and b <= y for x, y in times):
-                continue  # the "7" of "7:45" is no number
             if kind == "number":
-                if _not_a_quantity(before + sentence, len(before) + a, len(before) + b):
-                    continue  # "CVE-2006-4334", "utf-8", "ssh_config(5)", "4.6 The 5.x Releases": no count
+                # the "7" of "7:45" is no number; nor are "CVE-2006-4334", "utf-8", "ssh_config(5)", "4.6 The …"
+                if any(x <= a and b <= y for x, y in times) or \
+                        _not_a_quantity(before + sentence, len(before) + a, len(before) + b):
+                    continue
                 text = " ".join(text.split())  # "1024  bytes" as a justified man page line spaces it: "1024 bytes"
             if (not text or any(a < y and x < b for x, y in taken) or _named(text, asked)
                     or _inside_named(sentence, a, b, asked)
