@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The question's PMI (question_pmi.py) fused with the shipped ranking so that it keeps the first places: ranked
 apart and fused by reciprocal rank, or added only to units that share no word with the question
-(docs/results/model-retrieval.md).
+(docs/results/model-retrieval.md); and each with the shipped ranking's first unit kept first, the form the
+product ships for `ask DOC Q` (retrieve.passages: the later passages only).
 
 A probe's report, no model: it reads question_pmi.py's --out file, where each variant's scores are the shipped
 ranking plus lam x the PMI part, so the PMI part of each unit is recovered from them. Ties count against the
@@ -17,6 +18,7 @@ import sys
 import torch
 
 SHIPPED = "words + expected (shipped)"
+SHIPPED_ROW = "shipped (words + expected words)"
 THETAS = (2.0, 4.0, 6.0)
 K_RRF = 60          # reciprocal-rank fusion's constant (Cormack et al. 2009)
 
@@ -34,7 +36,7 @@ def gold_rank(scores: torch.Tensor, gold: list[int]) -> int:
 def variants(rec: dict) -> dict[str, torch.Tensor]:
     base = torch.tensor(rec["exp"][SHIPPED], dtype=torch.float64)
     words = torch.tensor(rec["words"], dtype=torch.float64)
-    out = {"words": words, "shipped (words + expected words)": base}
+    out = {"words": words, SHIPPED_ROW: base}
     for theta in THETAS:
         pmi = torch.tensor(rec["exp"][f"+ question words' PMI >= {theta}, x1.0"], dtype=torch.float64) - base
         by_pmi = ranks(pmi).double()
@@ -45,6 +47,17 @@ def variants(rec: dict) -> dict[str, torch.Tensor]:
     return out
 
 
+def filled_rank(first: torch.Tensor, later: torch.Tensor, gold: list[int]) -> int:
+    """The best rank of a gold unit when the first place is `first`'s best unit (the lowest index among ties) and
+    the later places follow `later`, the units tied with a gold unit counted before it."""
+    top = int(first.argmax())
+    if top in gold:
+        return 0
+    rest = later.clone()
+    rest[top] = float("-inf")
+    return 1 + gold_rank(rest, gold)
+
+
 def main() -> None:
     for path in sys.argv[1:]:
         recs = json.loads(open(path).read())
@@ -53,6 +66,10 @@ def main() -> None:
         for name in rows[0]:
             ps = [gold_rank(v[name], r["gold"]) for r, v in zip(recs, rows)]
             print(f"{name:36s}", *[f"{sum(p < k for p in ps):4d}" for k in (1, 4, 10, 30)])
+        print(f"the shipped ranking's first unit, then each ranking's:\n{'ranking':36s} top1 top2 top4 top10")
+        for name in rows[0]:
+            ps = [filled_rank(v[SHIPPED_ROW], v[name], r["gold"]) for r, v in zip(recs, rows)]
+            print(f"{name:36s}", *[f"{sum(p < k for p in ps):4d}" for k in (1, 2, 4, 10)])
 
 
 if __name__ == "__main__":
