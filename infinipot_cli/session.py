@@ -83,10 +83,6 @@ class Session:
             from .pot.scoring.record import RelevanceRecord
 
             engine.record = RelevanceRecord(question=catalyst.text) if catalyst.text else None
-            if catalyst.text and engine.policy.needs_nuc:
-                from .pot.scoring.asked import AskedWords
-
-                engine.asked = AskedWords.of(lm.tokenizer, catalyst.text)
 
             engine.focus = Focus()
             engine.focus_label = lambda pos: where_label(locate(engine, pos, ())[1])  # a text's exact line
@@ -199,13 +195,11 @@ class Session:
                 return stopper.trim(self.engine.answer_over(src, ids, prompt, c.limit, **controls)).strip()
 
             room = self.engine.answer_room(len(prompt), c.limit)
-            rec, asked = self.engine.record, self.engine.asked
+            rec = self.engine.record
             reply = reply_to(self.engine, self.prompts, question, self._sources(), write, room,
                              judging=judges(self.engine.cfg.retrieve, self.lm.name),
                              read=rec if rec is not None and rec.question == question
-                             and self.engine.cfg.retrieve != "words" else None,  # words: the text alone
-                             asked=asked if asked is not None and asked.question == question
-                             and self.engine.cfg.retrieve != "words" else None)
+                             and self.engine.cfg.retrieve != "words" else None)  # words: the text alone
         if reply is not None:
             ans = Answer(text=reply.text, kind="question", question=question, how=reply.how, short=reply.short,
                          quote=reply.quote)

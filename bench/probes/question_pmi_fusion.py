@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The question's PMI (question_pmi.py) fused with the shipped ranking so that it keeps the first places: ranked
 apart and fused by reciprocal rank, or added only to units that share no word with the question
-(docs/results/model-retrieval.md); and each with the shipped ranking's first unit kept first, the form the
-product ships for `ask DOC Q` (retrieve.passages: the later passages only).
+(docs/results/model-retrieval.md); and each with the shipped ranking's first unit kept first: the form built
+for `ask DOC Q`'s later passages and measured there (not kept).
 
 A probe's report, no model: it reads question_pmi.py's --out file, where each variant's scores are the shipped
 ranking plus lam x the PMI part, so the PMI part of each unit is recovered from them. Ties count against the

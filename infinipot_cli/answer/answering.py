@@ -477,21 +477,20 @@ _UNMISTAKABLE = re.compile(r"_|\(\)|\w\.\w|\d|[a-z][A-Z]")
 
 
 def answer(engine, prompts, question: str, sources: Sequence[tuple[str, int]], write, room: int = 1 << 62,
-           judging: bool = False, read=None, asked=None) -> Reply | None:
+           judging: bool = False, read=None) -> Reply | None:
     """The reply to `question`; `write(src, ids)` has the model answer over that text (Engine.answer_over with
     the caller's decoding controls) and returns its answer; `room`: the most document tokens the answer may be
     written from; `judging`: the model judges a paraphrase's sentences (judge.judges); `read`: the read's
     RelevanceRecord when it was read with this question (`ask DOC Q`), whose best passage is shown as the last
-    evidence (`with_read`); `asked`: the read's AskedWords then, which rank the passages after the first
-    (retrieve.passages). None when the document is not held whole (the caller answers from the pot as the paper
-    does)."""
+    evidence (`with_read`). None when the document is not held whole (the caller answers from the pot as the
+    paper does)."""
     worked_out = _worked_out(engine, question, sources)  # a count or a chain over the whole text
     if worked_out is not None:
         return worked_out
     many = spans.wanted(question).many
     judged = None  # the passage whose sentence the model judged to answer, where it overruled the words
     got = retrieve.passages(engine, question, sources, n=max(MANY if many else retrieve.PASSAGES, ev.MAX_PASSAGES),
-                            expected=judging, asked=None if many else asked)
+                            expected=judging)
     if got is None:
         return None
     found, (d_src, seg, texts) = got.found, got.doc
@@ -595,17 +594,13 @@ def with_read(engine, read, shown: list[retrieve.Found], ranked: retrieve.Passag
     loop), widened as the words' passages are and overlapping none of those kept; `ranked`: the words' passages
     as `retrieve.passages` found them, whose ranking names its words score. Measured: the words' last
     passage almost never holds an answer the others lack, and the read's best holds paraphrases' answers the words
-    miss (docs/results/model-retrieval.md). Where `shown` is full, the last passage that does not hold the
-    answer's unit makes room. `shown` as it is when the read scored nothing (Session.ask passes a record only to
-    the question the read was scored with)."""
+    miss (docs/results/model-retrieval.md). `shown` as it is when the read scored nothing or when its last passage
+    holds the answer's unit (Session.ask passes a record only to the question the read was scored with)."""
     if getattr(read, "question", None) is None or not shown:
         return shown
-    keep = list(shown)
-    if len(keep) >= ev.MAX_PASSAGES:
-        drop = next((i for i in range(len(keep) - 1, 0, -1) if unit is None or unit not in keep[i].units), None)
-        if drop is None:
-            return shown
-        keep = keep[:drop] + keep[drop + 1:ev.MAX_PASSAGES]
+    keep = shown if len(shown) < ev.MAX_PASSAGES else shown[:ev.MAX_PASSAGES - 1]
+    if unit is not None and not any(unit in f.units for f in keep):
+        return shown
     d_src, seg, texts = ranked.doc
     by_read = read.units(d_src, seg, len(texts), engine.tokens_read)          # (K,)
     if by_read is None or ranked.words is None:
@@ -717,7 +712,7 @@ def evidence(engine, found: list[retrieve.Found], doc: tuple, sources: Sequence[
         left -= count_words(text)
         out.append(ev.Passage(text=text, start=start, stop=b, source=source, where=where, judged=f.judged,
                               score=f.score if f.words is None else f.words, read=f.read,
-                              expected=f.expected, asked=f.asked))  # own scores, shown
+                              expected=f.expected))  # own scores, shown
     return out
 
 

@@ -62,7 +62,6 @@ class Passage:
     judged: float | None = None                 # the model's log P(question | its best sentence), where it judged
     read: float | None = None                   # the question's attention while reading, where the read found it
     expected: float | None = None               # of `score`, what the words the model expected while reading gave
-    asked: float | None = None                  # where the read expected the question's words (a later passage)
 
     def as_json(self) -> dict:
         scores = {"words": round(self.score - (self.expected or 0.0), 3)}
@@ -72,8 +71,6 @@ class Passage:
             scores["model"] = round(self.judged, 3)
         if self.read is not None:
             scores["read"] = round(self.read, 6)
-        if self.asked is not None:
-            scores["asked"] = round(self.asked, 3)
         return {"text": self.text, "source": self.source, **self.where, "scores": scores}
 
     def label(self) -> str:

@@ -39,9 +39,6 @@ HEADING_WEIGHT = 0.5  # a part heading's words count this much in its units' sco
 HEAD_WEIGHT = 0.25    # a unit that begins with a name the question names gains this x the name's idf
 TYPED_WEIGHT = 0.5    # a unit next to a span of the kind the question asks for scores this much more (x 1.5)
 EXPECTED_WEIGHT = 1.0  # a question word the model expected in a unit that lacks it counts this x its idf
-ASKED_PMI = 2.0       # nats: a question word the read expected this much more in a unit than on average counts there
-ASKED_WEIGHT = 0.25   # the weight of that ranking beside the words' in the later passages' reciprocal-rank fusion
-RRF_K = 60            # reciprocal-rank fusion's constant (Cormack et al. 2009)
 # the span kinds a unit's text can show by their form alone (a plain word can be a name, a quote anything)
 SHAPED = ("number", "version", "date", "option", "key", "email", "url", "path", "shell", "symbol")
 
@@ -63,8 +60,6 @@ class Found:
     words: float | None = None   # its own words' score, where the judge raised `score` to the best passage's
     read: float | None = None    # a passage the read found (ask DOC Q): its top unit's mean CaP-Q record
     expected: float | None = None  # what the words the model expected while reading added to `score`
-    asked: float | None = None     # a later passage the question's words' PMI ranked (ask DOC Q): its top unit's
-                                   # `asked_scores`, where above 0 (`score` stays its words' score)
 
 
 def _source_starts(sources: Sequence[tuple[str, int]]) -> list[int]:
@@ -101,31 +96,6 @@ def expected_scores(texts: list[str], question: str, expected: list[set[str]]) -
     has = [set(ev.words(t)) for t in texts]
     return ev.idf_scores([e - h for h, e in zip(has, expected)], ev.content_terms(question),
                          counted=[h | e for h, e in zip(has, expected)])
-
-
-def asked_scores(texts: list[str], asked, src: torch.Tensor, seg: torch.Tensor) -> torch.Tensor | None:
-    """(K,) for every unit, the idf (over the units' words and these hits together) of the question's words the
-    unit lacks but where the model, reading with the question known, expected them at least ASKED_PMI nats more than
-    on average (`asked`: scoring/asked.AskedWords); None when the read kept nothing."""
-    K = len(texts)
-    best = asked.units(src, seg, K) if asked is not None else None                    # (K, A) nats
-    if best is None:
-        return None
-    has = [set(ev.words(t)) for t in texts]
-    hits = [{w for j, w in enumerate(asked.words) if w not in has[u] and float(best[u, j]) >= ASKED_PMI}
-            for u in range(K)]
-    return ev.idf_scores(hits, asked.words, counted=[h | x for h, x in zip(has, hits)])
-
-
-def fused(words: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
-    """(K,) reciprocal-rank fusion of the words' ranking (`words` (K,)) and ASKED_WEIGHT x the PMI's (`part`
-    (K,), `asked_scores`; a unit it does not raise ranks last); 0 where neither scores (no passage's top)."""
-    def ranks(x: torch.Tensor) -> torch.Tensor:  # (K,) 0 = first; tied units share the better rank
-        return (x[None, :] > x[:, None]).sum(1).double()
-
-    by_part = torch.where(part > 0, ranks(part), torch.full_like(part, len(part), dtype=torch.double))
-    out = 1 / (RRF_K + ranks(words)) + ASKED_WEIGHT / (RRF_K + by_part)
-    return torch.where((words > 0) | (part > 0), out, torch.zeros_like(out)).float()
 
 
 def rank(texts: list[str], question: str, heading: torch.Tensor | None = None) -> torch.Tensor:
@@ -214,13 +184,11 @@ class Passages(NamedTuple):
 
 
 def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: int = PASSAGES,
-             expected: bool = False, asked=None) -> Passages | None:
+             expected: bool = False) -> Passages | None:
     """The `n` best passages for `question` by its words (`rank`, best first) and the document's units (src, seg,
     texts) they index; with `expected`, the words the model expected while reading count too (where the read kept
-    them: scoring/expected.py); with `asked` (the read's AskedWords for this question: `ask DOC Q`), the passages
-    after the first are ranked by the words fused with where the read expected the question's own words
-    (`asked_scores`, `fused`; measured: docs/results/model-retrieval.md). None when the pot and its archive do not
-    hold the whole document (a per-head pot, an interrupted read)."""
+    them: scoring/expected.py). None when the pot and its archive do not hold the whole document (a per-head pot,
+    an interrupted read)."""
     doc = ev.document_units(engine)
     if doc is None:
         return None
@@ -234,16 +202,7 @@ def passages(engine, question: str, sources: Sequence[tuple[str, int]] = (), n: 
     part = EXPECTED_WEIGHT * expected_scores(texts, _written_apart(question)[1], sets) if sets else None
     if part is not None:
         scores = scores + part
-    by_asked = asked_scores(texts, asked, src, seg) if n > 1 else None
-    found = grouped(engine, doc, scores, sources, 1, heading) if by_asked is not None else []
-    if found and bool((by_asked > 0).any()):  # the first passage stays the words' (the answer is written from it)
-        later = grouped(engine, doc, fused(scores, by_asked), sources, n - 1, heading,
-                        skip={u for f in found for u in f.units})
-        for f in later:
-            f.score, f.asked = float(scores[f.top]), float(by_asked[f.top]) or None
-        found += later
-    else:
-        found = grouped(engine, doc, scores, sources, n, heading)
+    found = grouped(engine, doc, scores, sources, n, heading)
     for f in found if part is not None else []:
         f.expected = float(part[f.top]) or None
     return Passages(found, doc, heading, scores)

@@ -31,10 +31,9 @@ from ..interrupts import deferred_interrupt
 from .pot import MemoryPot, shared_row
 from .scoring import capture as cap_scores
 from .scoring.focus import Focus
-from .scoring.nuc import asked_logp, novelty
+from .scoring.nuc import novelty
 from .scoring.policies import make_policy
 from .scoring.policy import SelectionInputs
-from .scoring.asked import AskedWords
 from .scoring.expected import TOP as EXPECT_TOP, ExpectedWords
 from .scoring.record import RelevanceRecord
 from .scoring.segments import BoundaryTable, unit_starts
@@ -119,9 +118,6 @@ class Engine(AnswerSteps):
         # set a RelevanceRecord to keep the question relevance every distillation gave each document token
         # (scoring/record.py; `ask DOC Q` shows its best passage as evidence; it changes nothing the engine keeps)
         self.record: RelevanceRecord | None = None
-        # set AskedWords to keep how much the model expected the question's words at every position read, from
-        # NuC's products (scoring/asked.py; `ask DOC Q` ranks its later evidence passages with it)
-        self.asked: AskedWords | None = None
         # set a Focus to follow where the question's attention is strongest while reading (the live display)
         self.focus: Focus | None = None
         self.focus_where = ""             # the focus's location label, "" until it has one
@@ -301,7 +297,6 @@ class Engine(AnswerSteps):
             if n:
                 ids_t = x[0, :n]
                 expect = None  # (ids, logp) (n, EXPECT_TOP): the words expected at these positions
-                asked = None   # (n, A) the question's words' log-probabilities at these positions
                 if pol.needs_nuc and not pinned:  # the NuC timer covers NuC only (0 for policies without it)
                     t1 = clock.now()
                     top = EXPECT_TOP if self.expected_words is not None and not recalled else 0
@@ -309,9 +304,6 @@ class Engine(AnswerSteps):
                                   top=top)
                     if top:
                         nov, *expect = nov
-                    if self.asked is not None and not recalled:  # the question's words there (scoring/asked.py)
-                        asked = asked_logp(self.model, self.prev_hidden, hidden[:n], ids_t, nov,
-                                           self.asked.ids.to(ids_t.device))  # (n, A)
                     self.timings.add("nuc", clock.span(t1))
                 else:
                     nov = torch.zeros(n, device=self.device)
@@ -338,8 +330,6 @@ class Engine(AnswerSteps):
                 if not pinned:
                     if expect is not None:
                         self.expected_words.observe(self.tokens_read, *expect)
-                    if asked is not None:
-                        self.asked.observe(self.tokens_read, asked)
                     self.tokens_read += n
                     self.where = where_at(self.provenance, self.tokens_read - 1)
             if acc is not None:

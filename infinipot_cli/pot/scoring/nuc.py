@@ -257,35 +257,3 @@ def novelty(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: 
         return res, torch.full((t, top), -1, dtype=torch.long, device=ids.device), \
             torch.full((t, top), float("-inf"), device=ids.device)
     return res, torch.cat(got_i), torch.cat(got_v)
-
-
-@torch.no_grad()
-def asked_logp(model, prev_hidden: torch.Tensor | None, hidden: torch.Tensor, ids: torch.Tensor,
-               nll: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """log p(cols[j] | the pot, the tokens before t) at every position t of a chunk, from NuC's own products: the
-    log-sum-exp that `novelty` computed is its nll plus the target's logit, so only the A asked rows of the head
-    are multiplied more (scoring/asked.py).
-
-    prev_hidden, hidden (T, d), ids (T,): as `novelty` took them; nll (T,) what it returned; cols (A,) token ids.
-    Returns (T, A) float32; -inf in a row with no prediction (the first token read)."""
-    head = model.lm_head
-    w = getattr(head, "weight", None)
-    T, A = ids.shape[0], cols.shape[0]
-    out = torch.full((T, A), float("-inf"), device=hidden.device)
-    if not isinstance(w, torch.Tensor) or w.dim() != 2 or not A:
-        return out
-    bias, cap = getattr(head, "bias", None), _softcap(model)
-    if prev_hidden is None:
-        preds, rows = hidden[:-1], slice(1, T)
-    else:
-        preds, rows = torch.cat([prev_hidden[None], hidden[:-1]], dim=0), slice(0, T)    # (T, d): row i predicts i
-    if not preds.shape[0]:
-        return out
-    lse = nll[rows].float() + _target_logit(preds, w, bias, cap, ids[rows])              # (t,)
-    z = preds.float() @ w.index_select(0, cols).float().T                                 # (t, A)
-    if bias is not None:
-        z = z + bias.index_select(0, cols).float()
-    if cap:
-        z = torch.tanh(z / cap) * cap
-    out[rows] = z - lse[:, None]
-    return out
