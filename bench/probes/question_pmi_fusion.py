@@ -37,12 +37,13 @@ def variants(rec: dict) -> dict[str, torch.Tensor]:
     base = torch.tensor(rec["exp"][SHIPPED], dtype=torch.float64)
     words = torch.tensor(rec["words"], dtype=torch.float64)
     out = {"words": words, SHIPPED_ROW: base}
+    by_base = 1 / (K_RRF + ranks(base).double())  # the shipped ranking's part of every fusion
     for theta in THETAS:
         pmi = torch.tensor(rec["exp"][f"+ question words' PMI >= {theta}, x1.0"], dtype=torch.float64) - base
         by_pmi = ranks(pmi).double()
         by_pmi[pmi <= 0] = len(base)  # a unit the PMI does not raise: ranked last
         for beta in (0.25, 0.5):
-            out[f"RRF, PMI >= {theta} x{beta}"] = 1 / (K_RRF + ranks(base).double()) + beta / (K_RRF + by_pmi)
+            out[f"RRF, PMI >= {theta} x{beta}"] = by_base + beta / (K_RRF + by_pmi)
         out[f"PMI >= {theta} x0.5 where no word"] = base + 0.5 * pmi * (words <= 0)
     return out
 
