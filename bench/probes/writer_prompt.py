@@ -82,7 +82,7 @@ def main() -> None:
             lo, hi = f.core if f.core else (f.start, f.stop)
             ids = eng.ids[lo:hi]
             golds = q.get("answers") or []
-            row = {"id": q["id"], "para": q.get("phrasing") == "paraphrase", "golds": golds,
+            row = {"id": q["id"], "para": q.get("phrasing") == "paraphrase" or bool(q.get("paraphrase_of")), "golds": golds,
                    "in_passage": any(g.lower() in lm.tokenizer.decode(ids).lower() for g in golds)}
             for name in names:
                 lead, prefix = VARIANTS[name]
