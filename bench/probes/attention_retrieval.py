@@ -72,13 +72,14 @@ def best_rank(scores: torch.Tensor, gold: set[int]) -> torch.Tensor:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True)
+    ap.add_argument("-m", "--model", default=None, help="the reader, as `infinipot -m` takes it (default: the built-in model)")
     ap.add_argument("--max-tokens", type=int, default=22000, help="skip longer documents (approx_tokens)")
     ap.add_argument("--layers", default="12-23", help="layers whose keys are kept, e.g. 12-23")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     lo, hi = (int(x) for x in a.layers.split("-"))
     layers = list(range(lo, hi + 1))
-    lm = load_model(None)
+    lm = load_model(a.model)
     m = lm.model
     cfg = m.config
     H, KV = cfg.num_attention_heads, cfg.num_key_value_heads

@@ -79,10 +79,11 @@ class TextOnly:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True)
+    ap.add_argument("-m", "--model", default=None, help="the reader, as `infinipot -m` takes it (default: the built-in model)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--style", default="chat", choices=("plain", "chat"), help="likelihoods' prompt")
     a = ap.parse_args()
-    lm = load_model(None)
+    lm = load_model(a.model)
     table, questions = load_corpus(Path(a.corpus))
     rows = []
     for did, doc in table.items():

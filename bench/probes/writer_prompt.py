@@ -54,12 +54,13 @@ def write(lm, prompts, ids: list[int], question: str, lead: str, prefix: str) ->
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True)
+    ap.add_argument("-m", "--model", default=None, help="the reader, as `infinipot -m` takes it (default: the built-in model)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--docs", default="")
     a = ap.parse_args()
     names = a.variants.split(",")
-    lm = load_model(None)
+    lm = load_model(a.model)
     prompts = P.Prompts(lm.tokenizer)
     table, questions = load_corpus(Path(a.corpus))
     rows = []
