@@ -32,23 +32,30 @@ from replay_decide import right  # noqa: E402
 
 EXAMPLE = ("Example: Question: Which option makes grep ignore the case of letters? Answer: -i\n"
            "Example: Question: How many seconds does the server wait before it gives up? Answer: 30\n")
-VARIANTS = {  # name: (request before the question, start of the answer)
-    "shipped": (P.QUESTION_LEAD, ""),
+VARIANTS = {  # name: the request before the question
+    "shipped": P.QUESTION_LEAD,
     "exact": ("Answer the question using the document above: give the exact option, command, name or number "
-              "as the document writes it.\nQuestion: ", ""),
+              "as the document writes it.\nQuestion: "),
     "examples": ("Answer the question using the document above, with the document's own words.\n" + EXAMPLE
-                 + "Question: ", ""),
+                 + "Question: "),
 }
 
 
-def write(lm, prompts, ids: list[int], question: str, lead: str, prefix: str) -> str:
-    """The model's answer over [header | ids | request], greedy with `ask`'s stop and repetition controls."""
-    c = answer_controls("ask", lm.tokenizer, 128, prefix=prefix)
-    tail = prompts.tail_ids(lead + question.strip(), prefix)
-    gen = generate(lm.model, DynamicCache(), prompts.header_ids() + ids + tail, c.limit,
-                   prompts.stop_ids("question"), None, c.stopper.should_stop, tokenizer=lm.tokenizer,
-                   logits_fn=c.guard)
-    return c.stopper.trim(lm.tokenizer.decode(gen, skip_special_tokens=True).strip()).strip()
+class Writer:
+    """The model's answer over [header | ids | request], greedy with `ask`'s stop and repetition controls (its
+    default 128 tokens at most); the header, the stop ids and the controls are built once."""
+
+    def __init__(self, lm, prompts):
+        self.lm, self.prompts = lm, prompts
+        self.c = answer_controls("ask", lm.tokenizer, 128)
+        self.header, self.stops = prompts.header_ids(), prompts.stop_ids("question")
+
+    def __call__(self, ids: list[int], question: str, lead: str) -> str:
+        c, tok = self.c, self.lm.tokenizer
+        tail = self.prompts.tail_ids(lead + question.strip())
+        gen = generate(self.lm.model, DynamicCache(), self.header + ids + tail, c.limit, self.stops, None,
+                       c.stopper.should_stop, tokenizer=tok, logits_fn=c.guard)
+        return c.stopper.trim(tok.decode(gen, skip_special_tokens=True).strip()).strip()
 
 
 def main() -> None:
@@ -61,7 +68,7 @@ def main() -> None:
     a = ap.parse_args()
     names = a.variants.split(",")
     lm = load_model(a.model)
-    prompts = P.Prompts(lm.tokenizer)
+    write = Writer(lm, P.Prompts(lm.tokenizer))
     table, questions = load_corpus(Path(a.corpus))
     rows = []
     for did, doc in table.items():
@@ -86,9 +93,8 @@ def main() -> None:
             row = {"id": q["id"], "para": q.get("phrasing") == "paraphrase" or bool(q.get("paraphrase_of")), "golds": golds,
                    "in_passage": any(g.lower() in lm.tokenizer.decode(ids).lower() for g in golds)}
             for name in names:
-                lead, prefix = VARIANTS[name]
-                written = write(lm, prompts, ids, q["question"], lead, prefix)
-                d = answering.decide(q["question"], prefix + written, found, texts)
+                written = write(ids, q["question"], VARIANTS[name])
+                d = answering.decide(q["question"], written, found, texts)
                 row[name] = {"written": written, "how": d[0], "short": d[1][:80], "right": right(texts, d, golds)}
             rows.append(row)
         print(f"{did}: {time.time() - t0:.0f} s " + " ".join(
